@@ -1,0 +1,130 @@
+"""ACPI NUMA tables as exact bytes: SRAT (rev 3), SLIT (rev 1) and HMAT (rev 2, ACPI 6.3+).
+
+The same bytes serve gem5 (installed into the XSDT by the scons-extra object) and QEMU
+(added through Linux's initrd table upgrade), so the guest kernel stays topology-agnostic.
+Proximity domain numbers equal NUMA node ids.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .interconnect import access_matrix, local_initiator, slit_distances
+from .layout import cpus, numa_nodes
+from .model import Topology
+
+OEM_ID = b"PIMCLD"
+OEM_TABLE_ID = b"PIMCLOUD"
+OEM_REVISION = 1
+CREATOR_ID = b"PIMC"
+CREATOR_REVISION = 1
+HEADER_SIZE = 36
+
+SRAT_REVISION = 3
+SLIT_REVISION = 1
+HMAT_REVISION = 2
+
+SRAT_CPU_ENABLED = 1
+SRAT_MEMORY_ENABLED = 1
+HMAT_INITIATOR_VALID = 1
+HMAT_DATA_ACCESS_LATENCY = 0
+HMAT_DATA_ACCESS_BANDWIDTH = 3
+MAX_HMAT_ENTRY = 0xFFFE  # entries are 16 bits; 0xFFFF would mean "no information"
+
+
+@dataclass(frozen=True)
+class AcpiTable:
+    """One table: its four-letter signature and complete bytes, checksum included."""
+
+    signature: str
+    data: bytes
+
+    @property
+    def filename(self) -> str:
+        return f"{self.signature.lower()}.aml"
+
+
+def checksum_ok(data: bytes) -> bool:
+    """ACPI tables sum to zero modulo 256."""
+    return sum(data) % 256 == 0
+
+
+def _table(signature: str, revision: int, body: bytes) -> AcpiTable:
+    length = HEADER_SIZE + len(body)
+    header = struct.pack(
+        "<4sIBB6s8sI4sI", signature.encode(), length, revision, 0, OEM_ID, OEM_TABLE_ID,
+        OEM_REVISION, CREATOR_ID, CREATOR_REVISION,
+    )
+    data = bytearray(header + body)
+    data[9] = (-sum(data)) % 256
+    return AcpiTable(signature, bytes(data))
+
+
+def build_srat(topology: Topology) -> AcpiTable:
+    """Static Resource Affinity Table: a Local APIC entry per CPU, a Memory entry per range."""
+    body = bytearray(struct.pack("<IQ", 1, 0))  # reserved (1 for compatibility), reserved
+    for cpu in cpus(topology):
+        domain = cpu.node
+        body += struct.pack("<BBBBIB3sI", 0, 16, domain & 0xFF, cpu.apic_id, SRAT_CPU_ENABLED,
+                            0, (domain >> 8).to_bytes(3, "little"), 0)
+    for node in numa_nodes(topology):
+        for mem in node.ranges:
+            body += struct.pack("<BBIHIIIIIIQ", 1, 40, node.node_id, 0,
+                                mem.start & 0xFFFFFFFF, mem.start >> 32,
+                                mem.size & 0xFFFFFFFF, mem.size >> 32,
+                                0, SRAT_MEMORY_ENABLED, 0)
+    return _table("SRAT", SRAT_REVISION, bytes(body))
+
+
+def build_slit(topology: Topology) -> AcpiTable:
+    """System Locality Information Table from the link model's distances."""
+    matrix = slit_distances(topology)
+    body = struct.pack("<Q", len(matrix)) + bytes(v for row in matrix for v in row)
+    return _table("SLIT", SLIT_REVISION, body)
+
+
+def hmat_base_unit(values: list[int]) -> int:
+    """The smallest power of ten that lets every value fit a 16-bit entry."""
+    base = 1
+    while max(values) // base > MAX_HMAT_ENTRY:
+        base *= 10
+    return base
+
+
+def _locality_structure(data_type: int, initiators: list[int], targets: list[int],
+                        values: dict[tuple[int, int], int]) -> bytes:
+    """Latency values in picoseconds, bandwidth values in MB/s (ACPI 6.3 units)."""
+    base_unit = hmat_base_unit(list(values.values()))
+    entries = [max(1, round(values[(i, t)] / base_unit)) for i in initiators for t in targets]
+    length = 32 + 4 * len(initiators) + 4 * len(targets) + 2 * len(entries)
+    padding = (-length) % 4
+    out = struct.pack("<HHIBBBBIIIQ", 1, 0, length + padding, 0, data_type, 0, 0,
+                      len(initiators), len(targets), 0, base_unit)
+    out += struct.pack(f"<{len(initiators)}I", *initiators)
+    out += struct.pack(f"<{len(targets)}I", *targets)
+    out += struct.pack(f"<{len(entries)}H", *entries)
+    return out + bytes(padding)
+
+
+def build_hmat(topology: Topology) -> AcpiTable:
+    """Heterogeneous Memory Attribute Table: each memory node's nearest initiator, and
+    access latency (ps) and bandwidth (MB/s) from every CPU node to every memory node."""
+    body = bytearray(struct.pack("<I", 0))
+    cells = access_matrix(topology)
+    initiators = sorted({c.initiator_node for c in cells})
+    targets = sorted({c.target_node for c in cells})
+    for target in targets:
+        initiator = local_initiator(topology, target)
+        flags = HMAT_INITIATOR_VALID if initiator is not None else 0
+        body += struct.pack("<HHIHHIIIQQ", 0, 0, 40, flags, 0, initiator or 0, target, 0, 0, 0)
+    latency = {(c.initiator_node, c.target_node): c.latency_ps for c in cells}
+    bandwidth = {(c.initiator_node, c.target_node): c.bandwidth // 10**6 for c in cells}
+    body += _locality_structure(HMAT_DATA_ACCESS_LATENCY, initiators, targets, latency)
+    body += _locality_structure(HMAT_DATA_ACCESS_BANDWIDTH, initiators, targets, bandwidth)
+    return _table("HMAT", HMAT_REVISION, bytes(body))
+
+
+def build_numa_tables(topology: Topology) -> list[AcpiTable]:
+    """SRAT, SLIT and HMAT for a topology (HMAT only when some node has CPUs and memory)."""
+    return [build_srat(topology), build_slit(topology), build_hmat(topology)]
