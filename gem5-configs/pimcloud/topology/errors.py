@@ -11,6 +11,9 @@ class TopologyError(ValueError):
         self.field = field
         self.value = value
         self.fix = fix
+        if value == "(missing)":
+            super().__init__(f"{source}: {field} is missing: {fix}")
+            return
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."

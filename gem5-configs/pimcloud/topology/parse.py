@@ -215,6 +215,7 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
     host_table = top.table("host")
     assert host_table is not None
     host = _parse_cluster(host_table, HOST_CLUSTER, core_types, cores_key="cores")
+    host_table.finish()
 
     stacks = _parse_stacks(top.table("stacks"), core_types)
     ddr_table = top.table("ddr", required=False)
@@ -239,7 +240,8 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
     topology = Topology(
         name=name, description=description, host=host, stacks=stacks, ddr=ddr,
         cpu_stack_link=cpu_stack, stack_stack_link=stack_stack, stack_network=network,
-        stack_pair_latency=tuple((a, b, ps) for (a, b), ps in sorted(pairs.items())), explicit_ranges=ranges, source=source,
+        stack_pair_latency=tuple((a, b, ps) for (a, b), ps in sorted(pairs.items())),
+        explicit_ranges=ranges, source=source,
     )
     # Derived-layout checks (APIC ids, the address map) raise TopologyError too.
     from .layout import check_layout
@@ -309,7 +311,8 @@ def _parse_cluster(table: _Table, name: str, core_types: dict[str, CoreType],
     type_name = table.get("core_type", str)
     if type_name not in core_types:
         known = ", ".join(sorted(core_types))
-        raise table.error("core_type", type_name, f"not defined in [core_types]; use one of {known}")
+        raise table.error("core_type", type_name,
+                          f"not defined in [core_types]; use one of {known}")
     caches_table = table.table("caches")
     assert caches_table is not None
     hierarchy = caches_table.choice("hierarchy", ("deep", "shallow"))
@@ -375,8 +378,9 @@ def _parse_link(table: _Table, key: str) -> tuple[Link, _Table]:
     return link, sub
 
 
-def _parse_links(table: _Table | None, stack_count: int
-                 ) -> tuple[Link, Link, Any, dict[tuple[int, int], int]]:
+def _parse_links(
+    table: _Table | None, stack_count: int
+) -> tuple[Link, Link, Any, dict[tuple[int, int], int]]:
     if table is None:
         unused = Link(latency=0, bidirectional_bandwidth=1)
         return unused, unused, "full", {}

@@ -31,7 +31,8 @@ def _cpu_list(cpu_ids: tuple[int, ...]) -> str:
     return ",".join(map(str, cpu_ids))
 
 
-def _matrix(title: str, labels: list[str], rows: list[list[str]], col_labels: list[str]) -> list[str]:
+def _matrix(title: str, labels: list[str], rows: list[list[str]],
+            col_labels: list[str]) -> list[str]:
     width = max([len(x) for x in labels + col_labels] + [len(v) for r in rows for v in r]) + 2
     out = [title, " " * 10 + "".join(c.rjust(width) for c in col_labels)]
     for label, row in zip(labels, rows, strict=True):

@@ -36,7 +36,7 @@ def _parse(text: object, units: dict[str, int], what: str, example: str) -> int:
         accepted = ", ".join(units)
         raise UnitError(f"write the {what} as a number and one of {accepted}, e.g. \"{example}\"")
     value = float(match.group(1)) * units[match.group(2)]
-    if abs(value - round(value)) > 1e-6 * max(1.0, abs(value)):
+    if abs(value - round(value)) > 1e-9 * max(1.0, abs(value)):
         raise UnitError(f"the {what} {text!r} is not a whole number of {min(units, key=units.get)}")
     return round(value)
 

@@ -1,0 +1,196 @@
+"""Boot a kernel under QEMU with a topology and read back the NUMA layout Linux built.
+
+Two ways to hand the topology to the guest:
+- ``qemu``: QEMU's own ``-numa`` options (QEMU writes SRAT/SLIT itself);
+- ``tables``: no NUMA options at all; our SRAT/SLIT/HMAT bytes ride in an uncompressed
+  cpio at the front of the initrd, and Linux installs them (ACPI table upgrade), as the
+  gem5 board does through its own XSDT.
+A busybox init prints one ``pimcloud-node`` line per node and powers off.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pimcloud.topology import Topology, build_numa_tables
+from pimcloud.topology.qemu import machine_args, numa_args
+
+from . import cpio
+
+ProbeMode = Literal["qemu", "tables"]
+BUSYBOX = Path("/bin/busybox")
+DONE_MARK = "pimcloud-probe-done"
+
+INIT_SCRIPT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mkdir -p /proc /sys /dev
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+for dir in /sys/devices/system/node/node*; do
+  id=${dir##*node}
+  present=$(awk -v n="$id" '$1 == "Node" { gsub(",", "", $2); node = $2 }
+                           $1 == "present" && node == n { sum += $2 } END { print sum * 4 }' \
+            /proc/zoneinfo)
+  memtotal=$(awk '/MemTotal/ { print $4 }' "$dir/meminfo")
+  echo "pimcloud-node $id cpus=$(cat "$dir/cpulist") present_kib=$present" \
+       "memtotal_kib=$memtotal distance=$(cat "$dir/distance" | tr ' ' ',')"
+  hmat="$dir/access0/initiators"
+  if [ -r "$hmat/read_latency" ]; then
+    initiators=$(ls "$hmat" | sed -n 's/^node//p' | tr '\n' ',' | sed 's/,$//')
+    echo "pimcloud-hmat $id initiators=$initiators read_latency_ns=$(cat "$hmat/read_latency")" \
+         "read_bandwidth_mbps=$(cat "$hmat/read_bandwidth")"
+  fi
+done
+dmesg | sed -n 's/.*ACPI: \(SRAT\|SLIT\|HMAT\) .*(v[0-9]* \([A-Z]*\) .*/pimcloud-table \1 \2/p'
+echo "pimcloud-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+echo PROBE_DONE
+poweroff -f
+""".replace("PROBE_DONE", DONE_MARK)
+
+
+@dataclass
+class GuestNode:
+    """One node as the guest reports it."""
+
+    node_id: int
+    cpus: list[int]
+    present_kib: int
+    memtotal_kib: int
+    distances: list[int]
+    hmat_initiators: list[int] = field(default_factory=list)
+    hmat_read_latency_ns: int | None = None
+    hmat_read_bandwidth_mbps: int | None = None
+
+
+@dataclass
+class ProbeResult:
+    """What the guest printed, parsed, plus the console and the boot time."""
+
+    nodes: dict[int, GuestNode]
+    tables: dict[str, str]
+    clocksource: str
+    console: str
+    seconds: float
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Linux cpulist syntax ("0-3,8") to a list of ids."""
+    result: list[int] = []
+    for part in filter(None, text.strip().split(",")):
+        low, _, high = part.partition("-")
+        result.extend(range(int(low), int(high or low) + 1))
+    return result
+
+
+def build_initrd(topology: Topology, mode: ProbeMode) -> bytes:
+    """The probe initrd: [ACPI tables cpio if mode == tables] + busybox and the init."""
+    early = b""
+    if mode == "tables":
+        tables = [cpio.regular(f"kernel/firmware/acpi/{t.filename}", t.data)
+                  for t in build_numa_tables(topology)]
+        early = cpio.archive(cpio.with_parents(tables))
+    main = cpio.archive(cpio.with_parents([
+        cpio.regular("bin/busybox", BUSYBOX.read_bytes(), executable=True),
+        cpio.symlink("bin/sh", "busybox"),
+        cpio.regular("init", INIT_SCRIPT.encode(), executable=True),
+        cpio.directory("proc"), cpio.directory("sys"), cpio.directory("dev"),
+    ]))
+    return early + main
+
+
+def parse_console(console: str) -> tuple[dict[int, GuestNode], dict[str, str], str]:
+    nodes: dict[int, GuestNode] = {}
+    for match in re.finditer(r"pimcloud-node (\d+) cpus=(\S*) present_kib=(\d+) "
+                             r"memtotal_kib=(\d+) distance=(\S+)", console):
+        node_id = int(match.group(1))
+        nodes[node_id] = GuestNode(node_id, parse_cpu_list(match.group(2)), int(match.group(3)),
+                                   int(match.group(4)),
+                                   [int(v) for v in match.group(5).split(",") if v])
+    for match in re.finditer(r"pimcloud-hmat (\d+) initiators=(\S*) read_latency_ns=(\d+) "
+                             r"read_bandwidth_mbps=(\d+)", console):
+        node = nodes[int(match.group(1))]
+        node.hmat_initiators = parse_cpu_list(match.group(2))
+        node.hmat_read_latency_ns = int(match.group(3))
+        node.hmat_read_bandwidth_mbps = int(match.group(4))
+    tables = dict(re.findall(r"pimcloud-table (\w+) (\w+)", console))
+    clock = re.search(r"pimcloud-clocksource (\S+)", console)
+    return nodes, tables, clock.group(1) if clock else ""
+
+
+def qemu_command(kernel: Path, initrd: Path, topology: Topology, mode: ProbeMode) -> list[str]:
+    command = ["qemu-system-x86_64", "-accel", "tcg", "-nographic", "-no-reboot",
+               "-monitor", "none", "-serial", "stdio", "-kernel", str(kernel),
+               "-initrd", str(initrd), *machine_args(topology),
+               "-append", "console=ttyS0 panic=-1 quiet loglevel=4 tsc=reliable clocksource=tsc"]
+    if mode == "qemu":
+        command += numa_args(topology)
+    return command
+
+
+def probe(kernel: Path, topology: Topology, mode: ProbeMode, timeout: float = 600) -> ProbeResult:
+    """Boot once and return the guest's view; raises RuntimeError with the console tail."""
+    if shutil.which("qemu-system-x86_64") is None:
+        raise RuntimeError("qemu-system-x86_64 is missing: install Debian's qemu-system-x86")
+    with tempfile.TemporaryDirectory(prefix="pimcloud-probe-") as scratch:
+        initrd = Path(scratch) / "initrd.cpio"
+        initrd.write_bytes(build_initrd(topology, mode))
+        started = time.monotonic()
+        try:
+            done = subprocess.run(qemu_command(kernel, initrd, topology, mode),
+                                  stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout, check=False)
+            console = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired as expired:
+            partial = (expired.stdout or b"").decode(errors="replace")
+            raise RuntimeError(f"the guest did not finish within {timeout:.0f} s; console "
+                               f"tail:\n{partial[-3000:]}") from None
+        seconds = time.monotonic() - started
+    if DONE_MARK not in console:
+        raise RuntimeError(f"the probe did not complete; console tail:\n{console[-3000:]}")
+    nodes, tables, clocksource = parse_console(console)
+    return ProbeResult(nodes, tables, clocksource, console, seconds)
+
+
+def mismatches(topology: Topology, result: ProbeResult, mode: ProbeMode,
+               tolerance_kib: int = 4096) -> list[str]:
+    """Every way the guest's view differs from the model; empty when they agree."""
+    from pimcloud.topology import numa_nodes
+    from pimcloud.topology.interconnect import access_matrix, local_initiator, slit_distances
+
+    problems: list[str] = []
+    expected = numa_nodes(topology)
+    if sorted(result.nodes) != [n.node_id for n in expected]:
+        return [f"guest nodes {sorted(result.nodes)} != model nodes "
+                f"{[n.node_id for n in expected]}"]
+    slit = slit_distances(topology)
+    cells = {(c.initiator_node, c.target_node): c for c in access_matrix(topology)}
+    for node in expected:
+        seen = result.nodes[node.node_id]
+        if seen.cpus != list(node.cpus):
+            problems.append(f"node {node.node_id}: cpus {seen.cpus} != {list(node.cpus)}")
+        if abs(seen.present_kib - node.capacity // 1024) > tolerance_kib:
+            problems.append(f"node {node.node_id}: {seen.present_kib} KiB present, model has "
+                            f"{node.capacity // 1024} KiB")
+        if seen.distances != slit[node.node_id]:
+            problems.append(f"node {node.node_id}: distances {seen.distances} != "
+                            f"{slit[node.node_id]}")
+        initiator = local_initiator(topology, node.node_id) if node.capacity else None
+        if mode == "tables" and initiator is not None:
+            cell = cells[(initiator, node.node_id)]
+            want = ([initiator], -(-cell.latency_ps // 1000), cell.bandwidth // 10**6)
+            got = (seen.hmat_initiators, seen.hmat_read_latency_ns, seen.hmat_read_bandwidth_mbps)
+            if got != want:
+                problems.append(f"node {node.node_id}: HMAT (initiators, ns, MB/s) {got} != {want}")
+    wanted_oem = "PIMCLD" if mode == "tables" else "BOCHS"
+    for signature in ("SRAT", "SLIT") + (("HMAT",) if mode == "tables" else ()):
+        if result.tables.get(signature) != wanted_oem:
+            problems.append(f"{signature} came from {result.tables.get(signature)!r}, "
+                            f"expected {wanted_oem}")
+    return problems
