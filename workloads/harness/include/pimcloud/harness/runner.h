@@ -1,0 +1,64 @@
+// The harness proper: load generator, server workers, monitor and control threads, in
+// one process (integrated mode) or split by a loopback TCP connection.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pimcloud/harness/arrivals.h"
+#include "pimcloud/harness/records.h"
+#include "pimcloud/harness/service.h"
+
+namespace pimcloud::harness {
+
+struct HarnessOptions {
+  std::string app;
+  std::string mode = "integrated";  // integrated | tcp | server | client
+  LoadSchedule schedule = LoadSchedule::constant(100);
+  double seconds = 0;         // measured region length (after warm-up)...
+  long long requests = 0;     // ...or its number of requests
+  long long warmup = 200;     // requests before the measured region
+  int threads = 20;           // server workers
+  std::uint64_t seed = 1;
+  std::string out_dir;        // lats.bin, requests.csv, summary.json
+  std::string stats_file;     // live statistics, one JSON line per interval
+  std::string stats_socket;   // same lines as UNIX datagrams to this path
+  std::string tids_file;      // {"app":..,"pid":..,"tids":[..]} once workers run
+  std::string control_socket; // UNIX datagram socket the harness binds for commands
+  std::uint64_t interval_ns = 100'000'000;
+  bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
+  long long check_every = 0;  // check every Nth answer (0 = never)
+  std::string host = "127.0.0.1";
+  int port = 0;               // server: 0 = any free port (printed); client: required
+  ServiceArgs service;
+};
+
+// Parses the command line; throws std::invalid_argument naming the option and the fix.
+HarnessOptions parse_options(const std::string& app, const std::vector<std::string>& args);
+std::string usage(const std::string& app);
+
+struct RunResult {
+  std::vector<RequestRecord> records;  // measured region only, by request id
+  std::uint64_t generated = 0;         // warm-up included
+  std::uint64_t checked = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t measured_ns = 0;       // first to last scheduled arrival of the region
+  std::vector<std::string> live_lines; // every live statistics line, in order
+  std::string service_summary = "{}";
+};
+
+// Runs one experiment. Integrated: generator and workers in this process. "tcp": the same
+// over a loopback connection inside this process. "client" connects to a "server".
+RunResult run(Service& service, const HarnessOptions& options);
+// "server": serves one client's requests over TCP until it disconnects.
+void run_server(Service& service, const HarnessOptions& options);
+
+// Writes lats.bin, requests.csv and summary.json into options.out_dir.
+void write_outputs(const HarnessOptions& options, const RunResult& result);
+std::string summary_json(const HarnessOptions& options, const RunResult& result);
+
+// main() of a service binary: parse, build the service, run, write outputs.
+int harness_main(const std::string& app, ServiceFactory factory, int argc, char** argv);
+
+}  // namespace pimcloud::harness

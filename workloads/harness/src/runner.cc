@@ -1,0 +1,421 @@
+#include "pimcloud/harness/runner.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "pimcloud/harness/clock.h"
+#include "pimcloud/harness/sim_hooks.h"
+#include "server_core.h"
+#include "tcp.h"
+
+namespace pimcloud::harness {
+
+std::string ServiceArgs::option(const std::string& key, const std::string& fallback) const {
+  const auto it = options.find(key);
+  return it == options.end() ? fallback : it->second;
+}
+
+long long ServiceArgs::option_int(const std::string& key, long long fallback) const {
+  const auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  try {
+    return std::stoll(it->second);
+  } catch (const std::logic_error&) {
+    throw std::invalid_argument("--opt " + key + "=" + it->second + ": expected an integer");
+  }
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_signal(int) { g_interrupted = true; }
+
+double to_double(const std::string& flag, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(value, &used);
+    if (used == value.size() && v >= 0) return v;
+  } catch (const std::logic_error&) {
+  }
+  throw std::invalid_argument(flag + " " + value + ": expected a number >= 0");
+}
+
+long long to_int(const std::string& flag, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(value, &used);
+    if (used == value.size() && v >= 0) return v;
+  } catch (const std::logic_error&) {
+  }
+  throw std::invalid_argument(flag + " " + value + ": expected an integer >= 0");
+}
+
+// Plans arrivals and hands each request to `submit` at its scheduled time. Returns the
+// number generated; `measured_ns` gets the span of the measured region's arrivals.
+template <typename Submit>
+std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
+                       std::uint64_t& measured_ns) {
+  ArrivalProcess arrivals(o.schedule, o.seed);
+  Rng content(o.seed * 0x9E3779B97F4A7C15ULL + 1);  // request contents: own stream
+  const std::uint64_t t0 = now_ns() + 1'000'000;
+  std::uint64_t id = 0, first_measured = 0, last = 0;
+  while (!g_interrupted) {
+    const std::uint64_t offset = arrivals.next();
+    if (offset == UINT64_MAX) break;
+    const std::uint64_t scheduled = t0 + offset;
+    if (static_cast<long long>(id) >= o.warmup) {
+      const auto k = static_cast<long long>(id) - o.warmup;
+      if (k == 0) first_measured = scheduled;
+      if (o.requests > 0 && k >= o.requests) break;
+      if (o.requests == 0 &&
+          static_cast<double>(scheduled - first_measured) >= o.seconds * 1e9) {
+        break;
+      }
+      last = scheduled;
+    }
+    Request request = service.make_request(content);
+    if (now_ns() < scheduled) sleep_until_ns(scheduled);
+    submit(id, scheduled, std::move(request));
+    ++id;
+  }
+  measured_ns = last > first_measured ? last - first_measured : 0;
+  return id;
+}
+
+struct Checker {
+  const HarnessOptions& o;
+  Service& service;
+  std::atomic<std::uint64_t> checked{0}, failed{0};
+  void operator()(std::uint64_t id, const Request& request, const Response& response) {
+    if (o.check_every <= 0 || id % static_cast<std::uint64_t>(o.check_every) != 0) return;
+    ++checked;
+    if (!service.check(request, response)) {
+      if (failed++ < 5) std::cerr << o.app << ": request " << id << " got a wrong answer\n";
+    }
+  }
+};
+
+RunResult run_integrated(Service& service, const HarnessOptions& o) {
+  detail::ServerCore core(service, o);
+  core.start();
+  std::vector<std::vector<RequestRecord>> kept(static_cast<std::size_t>(o.threads));
+  Checker checker{o, service};
+  RunResult result;
+  result.generated = generate(
+      service, o,
+      [&](std::uint64_t id, std::uint64_t scheduled, Request&& request) {
+        core.queue().push({id, scheduled, std::move(request),
+                           [&, id](int w, const RequestRecord& rec, Response&& resp,
+                                   Request&& req) {
+                             if (static_cast<long long>(id) >= o.warmup) {
+                               kept[static_cast<std::size_t>(w)].push_back(rec);
+                             }
+                             checker(id, req, resp);
+                           }});
+      },
+      result.measured_ns);
+  core.finish();
+  for (auto& k : kept) result.records.insert(result.records.end(), k.begin(), k.end());
+  result.checked = checker.checked;
+  result.failed = checker.failed;
+  result.live_lines = core.live_lines();
+  return result;
+}
+
+// Serves the requests of one connection; returns when the client has closed its side and
+// every answer was sent.
+void serve_connection(detail::ServerCore& core, int fd) {
+  std::mutex write_mutex;
+  detail::RequestFrame frame;
+  while (detail::recv_request(fd, frame)) {
+    core.queue().push({frame.id, frame.scheduled_ns, Request{std::move(frame.body)},
+                       [&, id = frame.id](int w, const RequestRecord& rec, Response&& resp,
+                                          Request&&) {
+                         detail::ResponseFrame out{id, rec.start_ns, rec.end_ns,
+                                                   rec.service_ns,
+                                                   static_cast<std::uint32_t>(w),
+                                                   std::move(resp.body)};
+                         std::lock_guard lock(write_mutex);
+                         detail::send_response(fd, out);
+                       }});
+  }
+  core.finish();  // drains the queue: every answer is out before we close
+  close(fd);
+}
+
+RunResult run_client(Service& service, const HarnessOptions& o, int port) {
+  const int fd = detail::connect_tcp(o.host, port);
+  std::mutex pending_mutex;
+  std::map<std::uint64_t, std::pair<std::uint64_t, Request>> pending;  // id -> (scheduled, req)
+  Checker checker{o, service};
+  RunResult result;
+  std::thread receiver([&] {
+    detail::ResponseFrame frame;
+    while (detail::recv_response(fd, frame)) {
+      const std::uint64_t received = now_ns();
+      std::pair<std::uint64_t, Request> sent;
+      {
+        std::lock_guard lock(pending_mutex);
+        auto it = pending.find(frame.id);
+        if (it == pending.end()) continue;
+        sent = std::move(it->second);
+        pending.erase(it);
+      }
+      // The client's view: the request is done when its answer is back.
+      RequestRecord rec{frame.id, frame.worker, sent.first, frame.start_ns, received,
+                        frame.service_ns};
+      if (static_cast<long long>(frame.id) >= o.warmup) result.records.push_back(rec);
+      checker(frame.id, sent.second, Response{std::move(frame.body)});
+    }
+  });
+  result.generated = generate(
+      service, o,
+      [&](std::uint64_t id, std::uint64_t scheduled, Request&& request) {
+        detail::RequestFrame frame{id, scheduled, request.body};
+        {
+          std::lock_guard lock(pending_mutex);
+          pending.emplace(id, std::make_pair(scheduled, std::move(request)));
+        }
+        if (!detail::send_request(fd, frame)) {
+          throw std::runtime_error("the server closed the connection");
+        }
+      },
+      result.measured_ns);
+  shutdown(fd, SHUT_WR);  // the server answers what it has, then closes
+  receiver.join();
+  close(fd);
+  if (!pending.empty()) {
+    std::cerr << o.app << ": " << pending.size() << " requests got no answer\n";
+    result.failed += pending.size();
+  }
+  result.checked += checker.checked;
+  result.failed += checker.failed;
+  return result;
+}
+
+}  // namespace
+
+RunResult run(Service& service, const HarnessOptions& o) {
+  RunResult result;
+  if (o.mode == "integrated") {
+    result = run_integrated(service, o);
+  } else if (o.mode == "tcp") {
+    int port = 0;
+    const int listener = detail::listen_tcp(o.host, port);
+    detail::ServerCore core(service, o);
+    core.start();
+    std::thread server([&] {
+      const int fd = accept(listener, nullptr, nullptr);
+      if (fd >= 0) serve_connection(core, fd);
+    });
+    try {
+      result = run_client(service, o, port);
+    } catch (...) {
+      shutdown(listener, SHUT_RDWR);
+      server.join();
+      close(listener);
+      throw;
+    }
+    server.join();
+    close(listener);
+    result.live_lines = core.live_lines();
+  } else if (o.mode == "client") {
+    if (o.port <= 0) throw std::invalid_argument("--mode client needs --port of the server");
+    result = run_client(service, o, o.port);
+  } else {
+    throw std::invalid_argument("--mode " + o.mode + ": use integrated, tcp, server or client");
+  }
+  std::sort(result.records.begin(), result.records.end(),
+            [](const RequestRecord& a, const RequestRecord& b) {
+              return a.request_id < b.request_id;
+            });
+  result.service_summary = service.finish();
+  return result;
+}
+
+void run_server(Service& service, const HarnessOptions& o) {
+  int port = o.port;
+  const int listener = detail::listen_tcp(o.host, port);
+  std::cout << "listening on " << o.host << ":" << port << std::endl;
+  detail::ServerCore core(service, o);
+  core.start();
+  const int fd = accept(listener, nullptr, nullptr);
+  close(listener);
+  if (fd < 0) throw std::runtime_error("accept failed");
+  serve_connection(core, fd);
+}
+
+std::string summary_json(const HarnessOptions& o, const RunResult& r) {
+  std::vector<std::uint64_t> sojourn, service, queue;
+  std::uint64_t sum = 0;
+  for (const auto& rec : r.records) {
+    sojourn.push_back(rec.sojourn_ns());
+    service.push_back(rec.service_ns);
+    queue.push_back(rec.queue_ns());
+    sum += rec.sojourn_ns();
+  }
+  const double seconds = static_cast<double>(r.measured_ns) / 1e9;
+  char rps[64];
+  std::snprintf(rps, sizeof rps, "%.3f",
+                seconds > 0 ? static_cast<double>(r.records.size()) / seconds : 0.0);
+  std::string schedule = "[";
+  for (std::size_t i = 0; i < o.schedule.steps().size(); ++i) {
+    const auto& s = o.schedule.steps()[i];
+    char step[96];
+    std::snprintf(step, sizeof step, "%s[%.6g,%.6g]", i ? "," : "", s.start_s, s.rps);
+    schedule += step;
+  }
+  schedule += "]";
+  return "{\"app\":\"" + o.app + "\",\"mode\":\"" + o.mode +
+         "\",\"threads\":" + std::to_string(o.threads) + ",\"seed\":" + std::to_string(o.seed) +
+         ",\"warmup\":" + std::to_string(o.warmup) + ",\"schedule\":" + schedule +
+         ",\"generated\":" + std::to_string(r.generated) +
+         ",\"requests\":" + std::to_string(r.records.size()) +
+         ",\"measured_ns\":" + std::to_string(r.measured_ns) + ",\"achieved_rps\":" + rps +
+         ",\"checked\":" + std::to_string(r.checked) + ",\"failed\":" + std::to_string(r.failed) +
+         ",\"sojourn_p50_ns\":" + std::to_string(quantile(sojourn, 0.5)) +
+         ",\"sojourn_p95_ns\":" + std::to_string(quantile(sojourn, 0.95)) +
+         ",\"sojourn_p99_ns\":" + std::to_string(quantile(sojourn, 0.99)) +
+         ",\"sojourn_max_ns\":" + std::to_string(quantile(sojourn, 1.0)) +
+         ",\"sojourn_mean_ns\":" + std::to_string(sojourn.empty() ? 0 : sum / sojourn.size()) +
+         ",\"service_p50_ns\":" + std::to_string(quantile(service, 0.5)) +
+         ",\"service_p99_ns\":" + std::to_string(quantile(service, 0.99)) +
+         ",\"queue_p99_ns\":" + std::to_string(quantile(queue, 0.99)) +
+         ",\"m5ops\":" + (m5ops_available() ? "true" : "false") +
+         ",\"service\":" + r.service_summary + "}\n";
+}
+
+void write_outputs(const HarnessOptions& o, const RunResult& r) {
+  if (o.out_dir.empty()) return;
+  std::filesystem::create_directories(o.out_dir);
+  write_lats_bin(o.out_dir + "/lats.bin", r.records);
+  write_requests_csv(o.out_dir + "/requests.csv", r.records);
+  std::string live;
+  for (const auto& line : r.live_lines) live += line + '\n';
+  atomic_write(o.out_dir + "/live.jsonl", live);
+  atomic_write(o.out_dir + "/summary.json", summary_json(o, r));
+}
+
+std::string usage(const std::string& app) {
+  return "usage: pimcloud-" + app + R"( [options]
+  --mode integrated|tcp|server|client   (integrated: one process, as the paper)
+  --rps R | --schedule S:R,S:R,...      target load (Poisson), steps from run start
+  --seconds S | --requests N            measured region (after warm-up)
+  --warmup N        requests before the measured region (200)
+  --threads N       server workers (20)
+  --seed N          arrival and request seed (1)
+  --out DIR         lats.bin, requests.csv, live.jsonl, summary.json
+  --stats-file F    append live statistics (one JSON line per interval)
+  --stats-socket P  send them as UNIX datagrams to P
+  --interval-ms M   monitoring interval (100)
+  --tids-file F     worker thread ids, as JSON, once the workers run
+  --control-socket P  accept 'replicate NODE' / 'drop NODE' datagrams on P
+  --check-every N   check every Nth answer (0 = never)
+  --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
+  --host H --port P TCP modes
+  --data DIR        the service's data set
+  --opt KEY=VALUE   a service option (repeatable)
+)";
+}
+
+HarnessOptions parse_options(const std::string& app, const std::vector<std::string>& args) {
+  HarnessOptions o;
+  o.app = app;
+  bool have_rps = false, have_schedule = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
+      return args[++i];
+    };
+    if (flag == "--mode") o.mode = value();
+    else if (flag == "--rps") { o.schedule = LoadSchedule::constant(to_double(flag, value())); have_rps = true; }
+    else if (flag == "--schedule") { o.schedule = LoadSchedule::parse(value()); have_schedule = true; }
+    else if (flag == "--seconds") o.seconds = to_double(flag, value());
+    else if (flag == "--requests") o.requests = to_int(flag, value());
+    else if (flag == "--warmup") o.warmup = to_int(flag, value());
+    else if (flag == "--threads") o.threads = static_cast<int>(to_int(flag, value()));
+    else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(to_int(flag, value()));
+    else if (flag == "--out") o.out_dir = value();
+    else if (flag == "--stats-file") o.stats_file = value();
+    else if (flag == "--stats-socket") o.stats_socket = value();
+    else if (flag == "--interval-ms") o.interval_ns = static_cast<std::uint64_t>(to_double(flag, value()) * 1e6);
+    else if (flag == "--tids-file") o.tids_file = value();
+    else if (flag == "--control-socket") o.control_socket = value();
+    else if (flag == "--check-every") o.check_every = to_int(flag, value());
+    else if (flag == "--gem5") o.gem5 = true;
+    else if (flag == "--host") o.host = value();
+    else if (flag == "--port") o.port = static_cast<int>(to_int(flag, value()));
+    else if (flag == "--data") o.service.data_dir = value();
+    else if (flag == "--opt") {
+      const std::string& kv = value();
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        throw std::invalid_argument("--opt " + kv + ": expected KEY=VALUE");
+      }
+      o.service.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else {
+      throw std::invalid_argument("unknown option " + flag + " (see --help)");
+    }
+  }
+  if (have_rps && have_schedule) {
+    throw std::invalid_argument("give --rps or --schedule, not both");
+  }
+  if (o.threads < 1 || o.threads > 1024) {
+    throw std::invalid_argument("--threads must be between 1 and 1024");
+  }
+  if (o.interval_ns < 1'000'000) throw std::invalid_argument("--interval-ms must be >= 1");
+  if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0) {
+    throw std::invalid_argument("give the measured region: --seconds S or --requests N");
+  }
+  if (o.mode != "integrated" && o.mode != "tcp" && o.mode != "server" && o.mode != "client") {
+    throw std::invalid_argument("--mode " + o.mode + ": use integrated, tcp, server or client");
+  }
+  o.service.workers = o.threads;
+  return o;
+}
+
+int harness_main(const std::string& app, ServiceFactory factory, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    std::cout << usage(app);
+    return 0;
+  }
+  HarnessOptions options;
+  try {
+    options = parse_options(app, args);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "pimcloud-" << app << ": " << e.what() << '\n';
+    return 2;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  try {
+    auto service = factory(options.service);
+    if (options.mode == "server") {
+      run_server(*service, options);
+      std::cout << service->finish() << std::endl;
+      return 0;
+    }
+    const RunResult result = run(*service, options);
+    write_outputs(options, result);
+    std::cout << summary_json(options, result);
+    return result.failed ? 3 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "pimcloud-" << app << ": " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace pimcloud::harness

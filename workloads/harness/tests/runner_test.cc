@@ -1,0 +1,158 @@
+#include "pimcloud/harness/runner.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "pimcloud/harness/synthetic_service.h"
+
+using namespace pimcloud::harness;
+
+namespace {
+HarnessOptions options(const std::string& mode) {
+  HarnessOptions o = parse_options(
+      "synthetic", {"--mode", mode, "--rps", "2000", "--requests", "600", "--warmup", "50",
+                    "--threads", "4", "--check-every", "1", "--interval-ms", "20"});
+  o.service.options["work_us"] = "20";
+  return o;
+}
+
+void expect_complete(const RunResult& r, const HarnessOptions& o) {
+  ASSERT_EQ(r.records.size(), 600u);
+  EXPECT_EQ(r.generated, 650u);
+  for (std::size_t i = 0; i < r.records.size(); ++i) {
+    const auto& rec = r.records[i];
+    EXPECT_EQ(rec.request_id, 50 + i);
+    EXPECT_GE(rec.start_ns, rec.scheduled_ns);
+    EXPECT_GE(rec.end_ns, rec.start_ns);
+    EXPECT_GE(rec.sojourn_ns(), rec.service_ns);
+    EXPECT_LT(rec.thread, static_cast<std::uint32_t>(o.threads));
+  }
+  EXPECT_EQ(r.checked, 650u);
+  EXPECT_EQ(r.failed, 0u);
+}
+}  // namespace
+
+TEST(Runner, IntegratedModeRecordsEveryMeasuredRequest) {
+  const auto o = options("integrated");
+  SyntheticService service(o.service);
+  const RunResult r = run(service, o);
+  expect_complete(r, o);
+  for (const auto& rec : r.records) {
+    EXPECT_EQ(rec.queue_ns() + rec.service_ns, rec.sojourn_ns());
+  }
+  ASSERT_FALSE(r.live_lines.empty());
+  EXPECT_NE(r.live_lines.back().find("\"phase\":\"measured\""), std::string::npos);
+  std::uint64_t live_count = 0;
+  for (const auto& line : r.live_lines) {
+    const auto at = line.find("\"count\":");
+    live_count += std::stoull(line.substr(at + 8));
+  }
+  EXPECT_EQ(live_count, 650u);  // every completion is in exactly one interval
+}
+
+TEST(Runner, LoopbackTcpModeRecordsEveryMeasuredRequest) {
+  const auto o = options("tcp");
+  SyntheticService service(o.service);
+  expect_complete(run(service, o), o);
+}
+
+TEST(Runner, SojournCountsQueueingFromTheScheduledArrival) {
+  // One worker far over capacity: queueing must show in sojourn although each request's
+  // service time stays small (no coordinated omission).
+  auto o = parse_options("synthetic", {"--rps", "20000", "--requests", "400", "--warmup", "0",
+                                       "--threads", "1"});
+  o.service.options["work_us"] = "200";
+  o.service.options["dist"] = "fixed";
+  SyntheticService service(o.service);
+  const RunResult r = run(service, o);
+  std::vector<std::uint64_t> sojourn, svc;
+  for (const auto& rec : r.records) {
+    sojourn.push_back(rec.sojourn_ns());
+    svc.push_back(rec.service_ns);
+  }
+  EXPECT_GT(quantile(sojourn, 0.99), 10 * quantile(svc, 0.99));
+}
+
+TEST(Runner, TidsArePublishedAndDistinct) {
+  auto o = options("integrated");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("harness-run-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  o.tids_file = (dir / "tids.json").string();
+  o.out_dir = (dir / "out").string();
+  SyntheticService service(o.service);
+  const RunResult r = run(service, o);
+  write_outputs(o, r);
+  const std::string line = r.live_lines.front();
+  const auto at = line.find("\"tids\":[") + 8;
+  const std::string list = line.substr(at, line.find(']', at) - at);
+  std::set<long> tids;
+  std::size_t pos = 0;
+  while (pos < list.size()) {
+    const auto comma = list.find(',', pos);
+    tids.insert(std::stol(list.substr(pos, comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  EXPECT_EQ(tids.size(), 4u);
+  EXPECT_EQ(tids.count(0), 0u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "tids.json"));
+  EXPECT_EQ(std::filesystem::file_size(dir / "out" / "lats.bin"), 600u * 24u);
+  EXPECT_EQ(read_lats_bin((dir / "out" / "lats.bin").string()).size(), 600u);
+}
+
+TEST(Runner, ControlSocketAnswersReplicationRequests) {
+  auto o = parse_options("synthetic", {"--rps", "200", "--seconds", "0.6", "--warmup", "0",
+                                       "--threads", "2"});
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("harness-ctl-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  o.control_socket = (dir / "ctl").string();
+  SyntheticService service(o.service);
+  std::thread runner([&] { run(service, o); });
+  const int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un me{};
+  me.sun_family = AF_UNIX;
+  const std::string mine = (dir / "me").string();
+  std::filesystem::remove(mine);
+  std::strcpy(me.sun_path, mine.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+  timeval timeout{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  std::strcpy(to.sun_path, o.control_socket.c_str());
+  char reply[256] = {};
+  for (int tries = 0; tries < 50; ++tries) {
+    const std::string msg = "replicate 0";
+    if (sendto(fd, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) >= 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(recv(fd, reply, sizeof reply - 1, 0), 0);
+  // The synthetic service has no read-only data set: the refusal says so.
+  EXPECT_NE(std::string(reply).find("no replicable"), std::string::npos) << reply;
+  close(fd);
+  runner.join();
+}
+
+TEST(Runner, BadOptionsAreNamed) {
+  EXPECT_THROW(parse_options("x", {"--rps", "-3", "--seconds", "1"}), std::invalid_argument);
+  EXPECT_THROW(parse_options("x", {"--rps", "10"}), std::invalid_argument);
+  EXPECT_THROW(parse_options("x", {"--bogus"}), std::invalid_argument);
+  EXPECT_THROW(parse_options("x", {"--mode", "udp", "--seconds", "1"}), std::invalid_argument);
+  try {
+    parse_options("x", {"--threads", "0", "--seconds", "1"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--threads"), std::string::npos);
+  }
+}
