@@ -1,0 +1,152 @@
+"""The guest root image: its inputs (package list, mirror), and the built ext4 read back with
+debugfs (no mount): every listed package installed, the engines' files, our init."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from pimcloud.guest.image import (
+    INIT_DIR,
+    INIT_PATH,
+    PACKAGES_FILE,
+    ImageArtifacts,
+    ImageBuildError,
+    build_image,
+    debian_mirror,
+    read_package_list,
+    tree_digest,
+)
+
+# Files the workloads cannot run without, whatever else packages.txt grows to hold.
+KEY_FILES = ["/usr/bin/busybox", "/usr/bin/numactl", "/usr/bin/stress-ng",
+             "/usr/lib/x86_64-linux-gnu/libnuma.so.1"]
+# Removed from the image to keep it small; dpkg's file lists still name them.
+SCRUBBED = ("/usr/share/doc/", "/usr/share/man/", "/usr/share/info/")
+
+
+def test_package_list_is_sorted_deduplicated_and_commented(tmp_path: Path) -> None:
+    listing = tmp_path / "packages.txt"
+    listing.write_text("# engines\nstress-ng\nlibnuma1  # NUMA\n\nstress-ng\nbusybox-static\n")
+    assert read_package_list(listing) == ["busybox-static", "libnuma1", "stress-ng"]
+
+
+def test_package_list_rejects_bad_names_and_empty_lists(tmp_path: Path) -> None:
+    listing = tmp_path / "packages.txt"
+    listing.write_text("numactl\nstress-ng libnuma1\n")
+    with pytest.raises(ImageBuildError, match=r"packages.txt:2: .*one name per line"):
+        read_package_list(listing)
+    listing.write_text("# nothing\n")
+    with pytest.raises(ImageBuildError, match="lists no package"):
+        read_package_list(listing)
+
+
+def test_mirror_comes_from_apt_sources_in_both_formats(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text(
+        "deb http://security.example/debian-security bookworm-security main\n")
+    (tmp_path / "sources.list.d" / "old.list.disabled").write_text(
+        "deb http://wrong.example/debian bookworm main\n")
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+        "Components: main contrib\n")
+    assert debian_mirror("bookworm", tmp_path) == "http://mirror.example/debian"
+    (tmp_path / "sources.list").write_text("deb [arch=amd64] http://one.example/d bookworm main\n")
+    assert debian_mirror("bookworm", tmp_path) == "http://one.example/d"
+
+
+def test_missing_mirror_names_the_suite_and_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "sources.list").write_text("deb http://mirror.example/debian trixie main\n")
+    with pytest.raises(ImageBuildError, match="no apt source for 'bookworm main'"):
+        debian_mirror("bookworm", tmp_path)
+
+
+def test_tree_digest_sees_content_modes_and_names(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("one")
+    first = tree_digest(tmp_path)
+    (tmp_path / "a").write_text("two")
+    second = tree_digest(tmp_path)
+    (tmp_path / "a").chmod(0o755)
+    third = tree_digest(tmp_path)
+    (tmp_path / "a").rename(tmp_path / "b")
+    assert len({first, second, third, tree_digest(tmp_path)}) == 4
+
+
+# ----------------------------------------------------------------------------- the real image
+
+def debugfs(image: Path, request: str) -> str:
+    result = subprocess.run(["debugfs", "-R", request, str(image)], capture_output=True,
+                            text=True, check=False)
+    return result.stdout + result.stderr
+
+
+def file_type(image: Path, path: str) -> str | None:
+    """'regular', 'directory', 'symlink'... of a path in the image, None when absent."""
+    output = debugfs(image, f'stat "{path}"')
+    for line in output.splitlines():
+        if "Type:" in line:
+            return line.split("Type:")[1].split()[0]
+    return None
+
+
+def usr_merged(path: str) -> str:
+    """bookworm's root is /usr-merged: /bin, /sbin, /lib* are links into /usr."""
+    for top in ("/bin/", "/sbin/", "/lib/", "/lib64/"):
+        if path.startswith(top):
+            return "/usr" + path
+    return path
+
+
+@pytest.fixture(scope="module")
+def image() -> ImageArtifacts:
+    return build_image()
+
+
+@pytest.mark.slow
+def test_image_is_a_clean_ext4(image: ImageArtifacts) -> None:
+    assert image.size_bytes == image.path.stat().st_size > 0
+    check = subprocess.run(["e2fsck", "-fn", str(image.path)], capture_output=True, text=True,
+                           check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.slow
+def test_engines_key_files_are_in_the_image(image: ImageArtifacts) -> None:
+    missing = [path for path in KEY_FILES if file_type(image.path, path) != "regular"]
+    assert missing == []
+
+
+@pytest.mark.slow
+def test_every_listed_package_is_installed_with_its_files(image: ImageArtifacts) -> None:
+    manifest = json.loads(debugfs(image.path, "cat /etc/pimcloud-image.json"))
+    problems = []
+    for package in read_package_list(PACKAGES_FILE):
+        if package not in manifest["packages"]:
+            problems.append(f"{package}: not installed")
+            continue
+        listing = debugfs(image.path, f"cat /var/lib/dpkg/info/{package}.list")
+        if "File not found" in listing:
+            listing = debugfs(image.path, f"cat /var/lib/dpkg/info/{package}:amd64.list")
+        files = [line for line in listing.splitlines()
+                 if line.startswith("/") and not line.startswith(SCRUBBED)]
+        types = [file_type(image.path, usr_merged(path)) for path in files[-5:]]
+        if not files or None in types:
+            problems.append(f"{package}: files {files[-5:]} have types {types}")
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_our_init_is_installed_when_guest_init_provides_one(image: ImageArtifacts) -> None:
+    if not (INIT_DIR / "pimcloud-init").is_file():
+        pytest.skip("guest/init/pimcloud-init does not exist yet")
+    assert file_type(image.path, INIT_PATH) == "regular"
+
+
+@pytest.mark.slow
+def test_unchanged_rebuild_does_nothing(image: ImageArtifacts) -> None:
+    before = image.path.stat().st_mtime_ns
+    again = build_image(log=lambda _line: None)
+    assert again.path == image.path
+    assert again.path.stat().st_mtime_ns == before
