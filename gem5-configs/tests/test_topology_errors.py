@@ -33,6 +33,9 @@ CASES = [
      "links.stack_stack.latency_overrides", "asymmetric"),
     ("[links.stack_stack]\nlatency_overrides = [{from = 0, to = 5, latency = \"9ns\"}]\n",
      "latency_overrides[0].to", "numbered 0..1"),
+    ("[stacks]\ncount = 4\n[links.stack_stack]\nnetwork = \"chain\"\nlatency_overrides = ["
+     "{from = 0, to = 2, latency = \"9ns\"}, {from = 2, to = 0, latency = \"9ns\"}]\n",
+     "links.stack_stack.latency_overrides", "no direct link in a chain network"),
     ("[stacks.caches]\nl2 = { size = \"256KiB\", assoc = 8, latency = 7 }\n",
      "stacks.caches.l2", "shallow hierarchy has L1s only"),
     ("[host.caches]\nl1d = { size = \"48KiB\", assoc = 8, latency = 3 }\n",

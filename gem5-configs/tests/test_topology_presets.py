@@ -1,10 +1,11 @@
 """Every preset parses, and its derived layout is what the paper describes."""
 
 import itertools
+from pathlib import Path
 
 import pytest
 from pimcloud.topology import cpus, e820_entries, load_topology, memory_ranges, numa_nodes
-from pimcloud.topology.interconnect import access_matrix, slit_distances
+from pimcloud.topology.interconnect import access_matrix, path_between, slit_distances
 from pimcloud.topology.layout import X86_HOLE_END, X86_HOLE_START
 from pimcloud.topology.parse import preset_names
 from pimcloud.topology.qemu import numa_args
@@ -104,3 +105,18 @@ def test_memory_division_keeps_the_shape() -> None:
     assert "node,nodeid=0,cpus=0-3" in args
     assert "node,nodeid=1,memdev=mem1,cpus=4-11" in args
     assert "dist,src=0,dst=1,val=12" in args
+
+
+def test_chain_routes_add_up_hop_by_hop(tmp_path: Path) -> None:
+    path = tmp_path / "chain.toml"
+    path.write_text('extends = "scale-8x32"\n[links.stack_stack]\nnetwork = "chain"\n'
+                    'latency_overrides = [{from = 1, to = 2, latency = "10ns"},'
+                    ' {from = 2, to = 1, latency = "10ns"}]\n')
+    t = load_topology(str(path))
+    route = path_between(t, "stack0", "stack3")
+    assert [(link.src, link.dst) for link in route.links] == [
+        ("stack0", "stack1"), ("stack1", "stack2"), ("stack2", "stack3")]
+    assert route.one_way_latency_ps == 4000 + 10000 + 4000
+    assert path_between(t, "stack3", "ddr").hops == 1  # straight to the host socket
+    slit = slit_distances(t)
+    assert slit[1][4] > slit[1][3] > slit[1][2]

@@ -2,15 +2,20 @@
 
 Locations are the host socket ("host", where a DDR tier also sits) and the stacks.
 The host has one link to every stack; stacks are joined by a full mesh, a ring or a
-chain of stack-to-stack links (per-pair latency overrides replace hops x latency).
+chain of stack-to-stack links (a per-pair latency override replaces one link's latency).
+Routes are lowest-latency paths over these directed links; the gem5 router gets the
+same links and routes, so the tables and the simulation never disagree.
 A memory access pays the target DRAM's nominal latency plus the link latency both ways.
 These numbers feed the SLIT/HMAT tables and the gem5 memory-side router.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+from functools import cache
 
+from .errors import TopologyError
 from .layout import numa_nodes
 from .model import HOST_CLUSTER, DramTiming, Topology, stack_cluster
 
@@ -19,12 +24,34 @@ MAX_DISTANCE = 254  # 255 means unreachable in the SLIT
 
 
 @dataclass(frozen=True)
-class Path:
-    """The link path between two locations: one-way latency, hops and bottleneck."""
+class DirectedLink:
+    """One direction of a SerDes link between two locations."""
 
-    hops: int
-    one_way_latency_ps: int
-    bandwidth_per_direction: int | None  # None when no link is crossed
+    link_id: int
+    src: str
+    dst: str
+    latency_ps: int
+    bandwidth: int  # bytes per second in this direction
+
+
+@dataclass(frozen=True)
+class Path:
+    """The links a request crosses between two locations, in order."""
+
+    links: tuple[DirectedLink, ...]
+
+    @property
+    def hops(self) -> int:
+        return len(self.links)
+
+    @property
+    def one_way_latency_ps(self) -> int:
+        return sum(link.latency_ps for link in self.links)
+
+    @property
+    def bandwidth_per_direction(self) -> int | None:
+        """The bottleneck link's bandwidth; None when no link is crossed."""
+        return min((link.bandwidth for link in self.links), default=None)
 
 
 def location_of(owner_or_cluster: str) -> str:
@@ -32,37 +59,79 @@ def location_of(owner_or_cluster: str) -> str:
     return HOST_CLUSTER if owner_or_cluster in ("ddr", HOST_CLUSTER) else owner_or_cluster
 
 
-def _stack_index(location: str) -> int:
-    return int(location.removeprefix("stack"))
+def locations(topology: Topology) -> list[str]:
+    """Location 0 is the host socket (even without cores), then one per stack."""
+    return [HOST_CLUSTER] + [stack_cluster(s.index) for s in topology.stacks]
 
 
-def stack_hops(topology: Topology, a: int, b: int) -> int:
-    """Stack-to-stack hop count in the configured network."""
+def stack_neighbours(topology: Topology, a: int, b: int) -> bool:
+    """Whether two stacks have a direct link in the configured network."""
+    count = len(topology.stacks)
     if a == b:
-        return 0
-    distance = abs(a - b)
-    if topology.stack_network == "chain":
-        return distance
-    if topology.stack_network == "ring":
-        return min(distance, len(topology.stacks) - distance)
-    return 1
+        return False
+    if topology.stack_network == "full":
+        return True
+    if topology.stack_network == "ring" and {a, b} == {0, count - 1}:
+        return True
+    return abs(a - b) == 1
 
 
+def check_links(topology: Topology) -> None:
+    """A latency override must name a pair the network actually links."""
+    for a, b, _ in topology.stack_pair_latency:
+        if not stack_neighbours(topology, a, b):
+            raise TopologyError(
+                topology.source, "links.stack_stack.latency_overrides", f"{a}->{b}",
+                f"stacks {a} and {b} have no direct link in a {topology.stack_network} network; "
+                "override only linked pairs or use network = \"full\"")
+
+
+@cache
+def directed_links(topology: Topology) -> tuple[DirectedLink, ...]:
+    """Host<->stack links for every stack, then stack<->stack links of the network."""
+    result: list[DirectedLink] = []
+
+    def add(src: str, dst: str, latency: int, bidirectional_bandwidth: int) -> None:
+        result.append(DirectedLink(len(result), src, dst, latency, bidirectional_bandwidth // 2))
+
+    cpu = topology.cpu_stack_link
+    for stack in topology.stacks:
+        name = stack_cluster(stack.index)
+        add(HOST_CLUSTER, name, cpu.latency, cpu.bidirectional_bandwidth)
+        add(name, HOST_CLUSTER, cpu.latency, cpu.bidirectional_bandwidth)
+    overrides = {(a, b): ps for a, b, ps in topology.stack_pair_latency}
+    ss = topology.stack_stack_link
+    for a in range(len(topology.stacks)):
+        for b in range(len(topology.stacks)):
+            if stack_neighbours(topology, a, b):
+                add(stack_cluster(a), stack_cluster(b), overrides.get((a, b), ss.latency),
+                    ss.bidirectional_bandwidth)
+    return tuple(result)
+
+
+@cache
 def path_between(topology: Topology, a: str, b: str) -> Path:
-    """Path between two locations ("host", "stack0", ...)."""
+    """Lowest-latency path between two locations ("host", "stack0", ...; "ddr" is at host).
+    Stack-to-stack traffic stays on stack links; it never detours through the host."""
     a, b = location_of(a), location_of(b)
     if a == b:
-        return Path(0, 0, None)
+        return Path(())
     if HOST_CLUSTER in (a, b):
-        link = topology.cpu_stack_link
-        return Path(1, link.latency, link.bandwidth_per_direction)
-    i, j = _stack_index(a), _stack_index(b)
-    link = topology.stack_stack_link
-    for x, y, latency in topology.stack_pair_latency:
-        if (x, y) == (i, j):
-            return Path(1, latency, link.bandwidth_per_direction)
-    hops = stack_hops(topology, i, j)
-    return Path(hops, hops * link.latency, link.bandwidth_per_direction)
+        (link,) = [x for x in directed_links(topology) if (x.src, x.dst) == (a, b)]
+        return Path((link,))
+    stack_links = [x for x in directed_links(topology) if HOST_CLUSTER not in (x.src, x.dst)]
+    best: dict[str, tuple[int, int, tuple[DirectedLink, ...]]] = {a: (0, 0, ())}
+    frontier = [(0, 0, a)]
+    while frontier:  # Dijkstra over a handful of stacks; ties go to fewer hops
+        cost, hops, here = heapq.heappop(frontier)
+        if best[here][:2] != (cost, hops):
+            continue
+        for link in (x for x in stack_links if x.src == here):
+            candidate = (cost + link.latency_ps, hops + 1)
+            if link.dst not in best or candidate < best[link.dst][:2]:
+                best[link.dst] = (*candidate, best[here][2] + (link,))
+                heapq.heappush(frontier, (*candidate, link.dst))
+    return Path(best[b][2])
 
 
 def dram_of(topology: Topology, owner: str) -> DramTiming:
@@ -70,7 +139,7 @@ def dram_of(topology: Topology, owner: str) -> DramTiming:
     if owner == "ddr":
         assert topology.ddr is not None
         return topology.ddr.dram
-    return topology.stacks[_stack_index(owner)].dram
+    return topology.stacks[int(owner.removeprefix("stack"))].dram
 
 
 def access_latency_ps(topology: Topology, initiator: str, owner: str) -> int:

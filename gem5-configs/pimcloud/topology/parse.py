@@ -244,9 +244,11 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
         explicit_ranges=ranges, source=source,
     )
     # Derived-layout checks (APIC ids, the address map) raise TopologyError too.
+    from .interconnect import check_links
     from .layout import check_layout
 
     check_layout(topology)
+    check_links(topology)
     return topology
 
 
