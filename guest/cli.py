@@ -1,0 +1,75 @@
+"""``pimcloud qemu run|stock-kernel``: the guest in QEMU (functional mode, no timing).
+
+Guest command modules beside this one (``GUEST_COMMANDS``) are offered when present, each
+through its own ``register(subparsers)``, as the root CLI does for families.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+GUEST_COMMANDS = ("pimcloud.guest.kernel_cli", "pimcloud.guest.image_cli")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("qemu", help="boot the guest under QEMU TCG with a "
+                                   "topology's NUMA layout and run a scenario")
+    commands = parser.add_subparsers(dest="qemu_command", metavar="ACTION", required=True)
+
+    run = commands.add_parser(
+        "run", help="boot, run a scenario, collect results into a run folder",
+        description="Boot a kernel under QEMU TCG with the topology's CPUs and NUMA nodes "
+        "(memory divided so each node stays within 1 GiB unless --mem-divisor says "
+        "otherwise), run the scenario (a shell script, a folder with run.sh, or a tar "
+        "holding run.sh) and collect console.log, run.json, results/ and written/.")
+    run.add_argument("--topology", required=True, help="preset name or path to a .toml file")
+    run.add_argument("--scenario", required=True, type=Path,
+                     help="shell script, folder with run.sh, or tar archive holding run.sh")
+    run.add_argument("--kernel", type=Path, help="bzImage (default: the project kernel in "
+                     "the cache, else Debian's stock kernel)")
+    run.add_argument("--image", type=Path, help="ext4 root image (needs a kernel with "
+                     "virtio-blk, ext4 and 9p built in); default: our initramfs")
+    run.add_argument("--initrd", type=Path, help="initramfs to boot instead of ours")
+    run.add_argument("--out", type=Path,
+                     help="run folder (default runs/out/qemu/<time>-<topology>)")
+    run.add_argument("--timeout", type=float, default=600.0,
+                     help="seconds before the run counts as a hang (default 600)")
+    run.add_argument("--mem-divisor", type=int, help="divide every node's memory by N "
+                     "(default: the smallest power of two leaving each node <= 1 GiB)")
+    run.add_argument("--share", choices=("9p", "initramfs"),
+                     help="how the scenario and results travel (default: from the kernel's config)")
+    run.add_argument("--append", default="", help="extra kernel command-line parameters")
+    run.set_defaults(handler=_run)
+
+    stock = commands.add_parser("stock-kernel", help="fetch Debian's stock 6.1 kernel into "
+                                "the cache and print its path")
+    stock.set_defaults(handler=_stock_kernel)
+
+    for module_name in GUEST_COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue
+            raise
+        module.register(subparsers)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .qemu import run_scenario, summary
+
+    result = run_scenario(args.topology, args.scenario, kernel=args.kernel, image=args.image,
+                          initrd=args.initrd, out=args.out, timeout=args.timeout,
+                          memory_divisor=args.mem_divisor, share=args.share,
+                          append=args.append)
+    print(summary(result))
+    return 0 if result.ok else 1
+
+
+def _stock_kernel(args: argparse.Namespace) -> int:
+    from .stock_kernel import stock_kernel
+
+    print(stock_kernel())
+    return 0
