@@ -1,0 +1,171 @@
+"""A campaign folder into frames joined by run id.
+
+A campaign folder holds run folders anywhere below it; a run folder is any folder
+with a ``run.json``.  Inside a run folder analysis looks for (at any depth):
+
+- ``stats.txt``: gem5 statistics (the run's m5out);
+- ``lats.bin`` and ``requests.csv`` / ``requests.parquet``: one per LC app, the app
+  named by the folder that holds the file, or by a prefix (``xapian.lats.bin``);
+- ``decisions.jsonl``: the agent's decision log;
+- ``progress.csv``: a best-effort job's progress, app named as above.
+
+Every frame carries ``run_id``; :func:`with_axes` adds the sweep axes from run.json.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .results import (
+    ResultsWarning,
+    read_decision_log,
+    read_lats_bin,
+    read_progress,
+    read_request_table,
+    read_run_record,
+)
+from .stats import StatsFileWarning, parse_stats
+
+RUN_RECORD = "run.json"
+
+
+@dataclass
+class Campaign:
+    """Everything in a campaign folder, as tidy frames keyed by ``run_id``."""
+
+    root: Path
+    runs: pd.DataFrame  # one row per run: run_id, run_dir, the sweep axes
+    requests: pd.DataFrame  # run_id, app, source, REQUEST columns (NaN where lats.bin)
+    decisions: pd.DataFrame  # run_id + the decision log columns
+    progress: pd.DataFrame  # run_id, app, t_ns, work
+    stats: pd.DataFrame  # run_id + the stats columns
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def axes(self) -> list[str]:
+        """The sweep axes: run.json keys other than run_id and run_dir."""
+        return [c for c in self.runs.columns if c not in ("run_id", "run_dir", "qos_ns")]
+
+
+def find_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """Run folders under ``root``, sorted."""
+    return sorted(path.parent for path in Path(root).rglob(RUN_RECORD))
+
+
+def app_of(path: Path, run_dir: Path, file_name: str) -> str:
+    """The app a results file belongs to: its name prefix, else its folder's name."""
+    if path.name != file_name:
+        return path.name[: -len(file_name) - 1]
+    parent = path.parent
+    return parent.name if parent != run_dir else ""
+
+
+def load_campaign(root: str | os.PathLike[str], *, with_stats: bool = True) -> Campaign:
+    """Read every run under ``root``.  Damaged files are skipped or cut with a warning."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such campaign folder")
+    run_dirs = find_runs(root)
+    if not run_dirs:
+        raise ValueError(
+            f"{root}: no run folders (folders with a {RUN_RECORD}) below it; pass the "
+            "campaign's output folder"
+        )
+    problems: list[str] = []
+    records: list[dict[str, Any]] = []
+    requests: list[pd.DataFrame] = []
+    decisions: list[pd.DataFrame] = []
+    progress: list[pd.DataFrame] = []
+    stats: list[pd.DataFrame] = []
+    seen: dict[str, Path] = {}
+    for run_dir in run_dirs:
+        record = read_run_record(run_dir / RUN_RECORD)
+        run_id = record["run_id"]
+        if run_id in seen:
+            raise ValueError(
+                f"{run_dir / RUN_RECORD}: run_id {run_id!r} is also used by {seen[run_id]}; "
+                "run ids must be unique within a campaign"
+            )
+        seen[run_id] = run_dir
+        records.append({**record, "run_dir": str(run_dir)})
+
+        def collect(
+            name: str,
+            reader: Callable[[Path], pd.DataFrame],
+            into: list[pd.DataFrame],
+            with_app: bool,
+            run_dir: Path = run_dir,
+            run_id: str = run_id,
+        ) -> None:
+            for path in sorted(run_dir.rglob(f"*{name}")):
+                if path.name != name and not path.name.endswith("." + name):
+                    continue
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ResultsWarning)
+                    warnings.simplefilter("always", StatsFileWarning)
+                    frame = reader(path)
+                for warning in caught:
+                    problems.append(str(warning.message))
+                    warnings.warn_explicit(
+                        warning.message, warning.category, warning.filename, warning.lineno
+                    )
+                frame.insert(0, "run_id", run_id)
+                if with_app:
+                    frame.insert(1, "app", app_of(path, run_dir, name))
+                into.append(frame)
+
+        collect("requests.csv", read_request_table, requests, True)
+        collect("requests.parquet", read_request_table, requests, True)
+        lats: list[pd.DataFrame] = []
+        collect("lats.bin", read_lats_bin, lats, True)
+        # A request table says more than lats.bin; use lats.bin only for apps without one.
+        have = {(f["run_id"].iat[0], f["app"].iat[0]) for f in requests if len(f)}
+        for frame in lats:
+            if len(frame) and (frame["run_id"].iat[0], frame["app"].iat[0]) not in have:
+                requests.append(frame.rename(columns={"request": "request_id"}))
+        collect("decisions.jsonl", read_decision_log, decisions, False)
+        collect("progress.csv", read_progress, progress, True)
+        if with_stats:
+            collect("stats.txt", lambda p: parse_stats(p).stats, stats, False)
+
+    runs = pd.DataFrame.from_records(records)
+    ordered = ["run_id", "run_dir"] + [c for c in runs.columns if c not in ("run_id", "run_dir")]
+    return Campaign(
+        root=root,
+        runs=runs[ordered],
+        requests=_concat(requests, ["run_id", "app", "sojourn_ns"]),
+        decisions=_concat(decisions, ["run_id", "t_ns", "event", "app"]),
+        progress=_concat(progress, ["run_id", "app", "t_ns", "work"]),
+        stats=_concat(stats, ["run_id", "dump", "stat", "subname", "value"]),
+        problems=problems,
+    )
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in columns})
+    categorical = [c for c in frames[0].columns if isinstance(frames[0][c].dtype,
+                                                                 pd.CategoricalDtype)]
+    if categorical and len(frames) > 1:
+        # Categoricals with different categories would concatenate as objects.
+        frames = [frame.astype({c: object for c in categorical}) for frame in frames]
+        combined = pd.concat(frames, ignore_index=True)
+        return combined.astype({c: "category" for c in categorical})
+    return pd.concat(frames, ignore_index=True)
+
+
+def with_axes(frame: pd.DataFrame, campaign: Campaign, axes: list[str] | None = None
+              ) -> pd.DataFrame:
+    """``frame`` with the sweep axes of its run joined on ``run_id``."""
+    wanted = campaign.axes if axes is None else axes
+    columns = ["run_id", *[a for a in wanted if a not in frame.columns or a == "run_id"]]
+    columns = list(dict.fromkeys(columns))
+    return frame.merge(campaign.runs[columns], on="run_id", how="left")

@@ -1,0 +1,127 @@
+"""Memory latency per requester, from gem5 statistics.
+
+Two views:
+
+- :func:`estimated_memory_latency` is the runtime estimate of seed 003 (Shen and Li,
+  MEMSYS 2020): ``latency = (c_cache + sum of outstanding miss cycles / misses) / f``.
+  gem5 caches record, per requester, the summed latency of their misses
+  (``demandMissLatency::<requester>``, in ticks) and the number of misses
+  (``demandMisses::<requester>``): at the last-level cache those are exactly the
+  outstanding LLC-miss cycles and the miss count of the formula, once ticks become
+  core cycles through the core's clock period.  :func:`miss_latency_by_requester`
+  applies it to a stats frame.
+- :func:`memory_latency_by_target` reads the memory controllers' own per-requester
+  totals (``requestorReadTotalLat`` / ``requestorReadAccesses``): the time from the
+  controller's point of view, one row per requester and controller (target).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_SIM_FREQ = 1e12  # gem5's tick rate when a dump does not say
+
+
+def estimated_memory_latency(
+    c_cache_cycles: float | np.ndarray,
+    outstanding_cycles: float | np.ndarray,
+    misses: float | np.ndarray,
+    frequency_hz: float | np.ndarray,
+) -> np.ndarray:
+    """Average memory latency in ns: ``(c_cache + outstanding / misses) / f`` (seed 003).
+
+    No misses gives NaN: there is no latency to estimate.
+    """
+    misses = np.asarray(misses, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory_cycles = np.where(misses > 0, np.asarray(outstanding_cycles) / misses, np.nan)
+        return (np.asarray(c_cache_cycles) + memory_cycles) / np.asarray(frequency_hz) * 1e9
+
+
+def _per_dump(stats: pd.DataFrame, stat: str, keys: list[str]) -> pd.Series:
+    rows = stats[(stats["stat"] == stat) & (stats["subname"] == "")]
+    return rows.set_index(keys)["value"]
+
+
+def _keys(stats: pd.DataFrame) -> list[str]:
+    return ["run_id", "dump"] if "run_id" in stats.columns else ["dump"]
+
+
+def miss_latency_by_requester(
+    stats: pd.DataFrame,
+    cache: str,
+    c_cache_cycles: float,
+    clock_period_stat: str = "system.cpu_clk_domain.clock",
+    access: str = "demand",
+) -> pd.DataFrame:
+    """Seed 003's latency estimate per dump and requester at ``cache`` (e.g. ``system.l3``).
+
+    ``c_cache_cycles`` is the processor's constant cache-lookup time in core cycles
+    (for the paper's host core: L1 3 + L2 7 + L3 30 = 40).  The core frequency is
+    ``simFreq`` over the clock period in ticks read from ``clock_period_stat``.
+    Returns one row per dump (and run) and requester: misses, outstanding_cycles,
+    frequency_hz, latency_ns.
+    """
+    keys = _keys(stats)
+    misses_stat, latency_stat = f"{cache}.{access}Misses", f"{cache}.{access}MissLatency"
+    wanted = stats[stats["stat"].isin([misses_stat, latency_stat])
+                   & (stats["subname"] != "total")]
+    if wanted.empty:
+        raise ValueError(
+            f"no {misses_stat} / {latency_stat} statistics; name the cache as its stats "
+            "prefix, e.g. 'system.l3' or 'system.cpu0.dcache'"
+        )
+    table = wanted.pivot_table(index=[*keys, "subname"], columns="stat", values="value",
+                               observed=True, aggfunc="first")
+    table = table.rename(columns={misses_stat: "misses", latency_stat: "miss_ticks"})
+    table = table.reset_index().rename(columns={"subname": "requester"})
+    period = _per_dump(stats, clock_period_stat, keys).rename("period_ticks")
+    if period.empty:
+        raise ValueError(
+            f"no {clock_period_stat} statistic to give the core frequency; pass the "
+            "clock domain of the requesting cores"
+        )
+    freq = _per_dump(stats, "simFreq", keys).rename("sim_freq")
+    table = table.merge(period.reset_index(), on=keys, how="left")
+    table = table.merge(freq.reset_index(), on=keys, how="left") if len(freq) else \
+        table.assign(sim_freq=DEFAULT_SIM_FREQ)
+    table["sim_freq"] = table["sim_freq"].fillna(DEFAULT_SIM_FREQ)
+    table["frequency_hz"] = table["sim_freq"] / table["period_ticks"]
+    table["outstanding_cycles"] = table["miss_ticks"] / table["period_ticks"]
+    table["latency_ns"] = estimated_memory_latency(
+        c_cache_cycles, table["outstanding_cycles"], table["misses"], table["frequency_hz"]
+    )
+    table.insert(len(keys), "cache", cache)
+    return table[[*keys, "cache", "requester", "misses", "outstanding_cycles",
+                  "frequency_hz", "latency_ns"]]
+
+
+def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:
+    """Average read latency per dump, memory controller (target) and requester, in ns,
+    from ``<ctrl>.requestorReadTotalLat`` over ``<ctrl>.requestorReadAccesses``."""
+    keys = _keys(stats)
+    stat_names = stats["stat"].astype(str)
+    total = stat_names.str.endswith(".requestorReadTotalLat")
+    count = stat_names.str.endswith(".requestorReadAccesses")
+    wanted = stats[(total | count) & (stats["subname"] != "total")].copy()
+    if wanted.empty:
+        return pd.DataFrame(columns=[*keys, "target", "requester", "accesses", "latency_ns"])
+    names = wanted["stat"].astype(str)
+    wanted["target"] = names.str.rsplit(".", n=1).str[0]
+    wanted["field"] = np.where(names.str.endswith("TotalLat"), "total_ticks", "accesses")
+    table = wanted.pivot_table(index=[*keys, "target", "subname"], columns="field",
+                               values="value", aggfunc="first", observed=True).reset_index()
+    table = table.rename(columns={"subname": "requester"})
+    freq = _per_dump(stats, "simFreq", keys).rename("sim_freq").reset_index()
+    table = table.merge(freq, on=keys, how="left") if len(freq) else \
+        table.assign(sim_freq=DEFAULT_SIM_FREQ)
+    table["sim_freq"] = table["sim_freq"].fillna(DEFAULT_SIM_FREQ)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["latency_ns"] = np.where(
+            table["accesses"] > 0,
+            table["total_ticks"] / table["accesses"] / table["sim_freq"] * 1e9,
+            np.nan,
+        )
+    table.columns.name = None
+    return table[[*keys, "target", "requester", "accesses", "latency_ns"]]

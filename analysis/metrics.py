@@ -1,0 +1,307 @@
+"""The paper's metrics as functions of frames.
+
+Inputs are the tidy frames of :mod:`.campaign` (requests, decisions, progress) or
+frames derived from them here; outputs are small tidy frames that figures and the
+report take.  Latencies are nanoseconds throughout; loads are requests per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+PERCENTILES = (50, 95, 99)
+MONITORING_INTERVAL_NS = 100_000_000  # the manager's 100 ms monitoring interval
+# Decision-log events that end an adjustment episode (the agent logs one of these
+# when it has found an allocation that meets QoS, or found none exists).
+CONVERGENCE_EVENTS = ("converged", "infeasible", "oversubscribed")
+
+
+def _percentile_columns(values: pd.Series, percentiles: Sequence[int]) -> pd.Series:
+    data = values.to_numpy(dtype=np.float64)
+    out = {"requests": float(len(data)), "mean_ns": float(data.mean()) if len(data) else np.nan}
+    quantiles = np.percentile(data, percentiles) if len(data) else [np.nan] * len(percentiles)
+    for p, q in zip(percentiles, quantiles, strict=True):
+        out[f"p{p}_ns"] = float(q)
+    return pd.Series(out)
+
+
+def latency_percentiles(
+    requests: pd.DataFrame,
+    by: Sequence[str] = ("run_id", "app"),
+    latency: str = "sojourn_ns",
+    percentiles: Sequence[int] = PERCENTILES,
+) -> pd.DataFrame:
+    """p50/p95/p99 (and mean, count) of ``latency`` per group: per run and app by default."""
+    _require(requests, [*by, latency], "requests")
+    grouped = requests.groupby(list(by), sort=True, observed=True)[latency]
+    frame = grouped.apply(_percentile_columns, percentiles=percentiles).unstack()
+    frame["requests"] = frame["requests"].astype(np.int64)
+    return frame.reset_index()
+
+
+def windowed_percentiles(
+    requests: pd.DataFrame,
+    window_ns: int = MONITORING_INTERVAL_NS,
+    by: Sequence[str] = ("run_id", "app"),
+    time: str = "end_ns",
+    latency: str = "sojourn_ns",
+    percentiles: Sequence[int] = PERCENTILES,
+) -> pd.DataFrame:
+    """Percentiles per window of ``window_ns`` (by completion time by default).
+
+    Windows count from the first scheduled arrival of the run, so the windows of
+    colocated apps line up; ``t_s`` is the window's start in seconds from there.
+    """
+    _require(requests, [*by, time, latency, "run_id"], "requests")
+    origin_column = "scheduled_ns" if "scheduled_ns" in requests.columns else time
+    origin = requests.groupby("run_id", observed=True)[origin_column].transform("min")
+    frame = requests.assign(window=((requests[time] - origin) // window_ns).astype(np.int64))
+    out = latency_percentiles(frame, by=[*by, "window"], latency=latency,
+                              percentiles=percentiles)
+    out["t_s"] = out["window"] * window_ns / 1e9
+    return out
+
+
+def achieved_rps(requests: pd.DataFrame, by: Sequence[str] = ("run_id", "app")) -> pd.DataFrame:
+    """Requests per second offered in each group: count over the span of scheduled arrivals."""
+    _require(requests, [*by, "scheduled_ns"], "requests")
+
+    def rate(times: pd.Series) -> float:
+        span = (times.max() - times.min()) / 1e9
+        return (len(times) - 1) / span if span > 0 else np.nan
+
+    out = requests.groupby(list(by), observed=True)["scheduled_ns"].apply(rate)
+    return out.rename("achieved_rps").reset_index()
+
+
+def _qos_for(frame: pd.DataFrame, qos_ns: float | Mapping[str, float] | str,
+             app: str = "app") -> pd.Series:
+    """The QoS target of every row: one number, a per-app mapping, or a column name."""
+    if isinstance(qos_ns, str):
+        return frame[qos_ns].astype(float)
+    if isinstance(qos_ns, Mapping):
+        targets = frame[app].map(dict(qos_ns))
+        if targets.isna().any():
+            missing = sorted(set(frame.loc[targets.isna(), app]))
+            raise ValueError(
+                f"no QoS target for {missing}; give qos_ns for every app (nanoseconds)"
+            )
+        return targets.astype(float)
+    return pd.Series(float(qos_ns), index=frame.index)
+
+
+def max_load_under_qos(
+    curves: pd.DataFrame,
+    qos_ns: float | Mapping[str, float] | str,
+    by: Sequence[str] = ("app",),
+    rps: str = "rps",
+    tail: str = "p99_ns",
+    contiguous: bool = False,
+) -> pd.DataFrame:
+    """Max load: the largest ``rps`` whose ``tail`` latency is within QoS, per group.
+
+    ``curves`` has one row per load point (e.g. from :func:`latency_percentiles` with
+    the sweep axes joined).  With ``contiguous`` a load only counts if every lower
+    load of the group also met QoS, which ignores a lucky point past the knee.  A
+    group where no load meets QoS gets 0.
+    """
+    _require(curves, [*by, rps, tail], "curves")
+    frame = curves.assign(_qos=_qos_for(curves, qos_ns)).sort_values([*by, rps])
+    frame["_ok"] = frame[tail] <= frame["_qos"]
+    if contiguous:
+        frame["_ok"] = frame.groupby(list(by), observed=True)["_ok"].cummin()
+    frame["_load"] = frame[rps].where(frame["_ok"], 0.0)
+    out = frame.groupby(list(by), observed=True).agg(
+        max_load=("_load", "max"), qos_ns=("_qos", "first")
+    )
+    return out.reset_index()
+
+
+def normalized_max_load(
+    max_loads: pd.DataFrame, baseline: Mapping[str, object], by: Sequence[str] = ("app",)
+) -> pd.DataFrame:
+    """Max load over the baseline's max load for the same group (Table III: over Arch 1).
+
+    ``baseline`` selects the baseline rows, e.g. ``{"arch": "arch1"}``; ``by`` lists
+    the columns that pair a row with its baseline (the app).
+    """
+    mask = np.ones(len(max_loads), dtype=bool)
+    for column, value in baseline.items():
+        mask &= (max_loads[column] == value).to_numpy()
+    base = max_loads.loc[mask, [*by, "max_load"]].rename(columns={"max_load": "_base"})
+    if base.empty:
+        raise ValueError(f"no rows match the baseline {dict(baseline)}")
+    out = max_loads.merge(base, on=list(by), how="left")
+    out["normalized_max_load"] = out["max_load"] / out["_base"].replace(0, np.nan)
+    return out.drop(columns="_base")
+
+
+def tail_over_qos_at_low_load(
+    curves: pd.DataFrame,
+    qos_ns: float | Mapping[str, float] | str,
+    by: Sequence[str] = ("app",),
+    rps: str = "rps",
+    tail: str = "p99_ns",
+) -> pd.DataFrame:
+    """Tail latency at the lowest load of each group over its QoS (> 1 is a violation)."""
+    _require(curves, [*by, rps, tail], "curves")
+    frame = curves.assign(_qos=_qos_for(curves, qos_ns))
+    low = frame.sort_values(rps).groupby(list(by), observed=True).head(1)
+    low = low.assign(tail_over_qos=low[tail] / low["_qos"])
+    return low[[*by, rps, "tail_over_qos"]].sort_values(list(by)).reset_index(drop=True)
+
+
+def table_iii(
+    curves: pd.DataFrame,
+    qos_ns: float | Mapping[str, float] | str,
+    baseline_arch: object,
+    arch: str = "arch",
+    app: str = "app",
+    rps: str = "rps",
+    tail: str = "p99_ns",
+) -> pd.DataFrame:
+    """Table III: per architecture (rows) and app, tail latency / QoS at low load and
+    max load normalised to ``baseline_arch``; columns are (metric, app)."""
+    by = [arch, app]
+    tails = tail_over_qos_at_low_load(curves, qos_ns, by=by, rps=rps, tail=tail)
+    loads = max_load_under_qos(curves, qos_ns, by=by, rps=rps, tail=tail)
+    loads = normalized_max_load(loads, {arch: baseline_arch}, by=[app])
+    merged = tails.merge(loads, on=by)
+    wide = merged.pivot(index=arch, columns=app,
+                        values=["tail_over_qos", "normalized_max_load"])
+    return wide
+
+
+def effective_machine_utilization(
+    loads: pd.DataFrame,
+    max_load: Mapping[str, float] | pd.DataFrame,
+    by: Sequence[str] = ("run_id",),
+    app: str = "app",
+    rps: str = "rps",
+    meets_qos: str = "meets_qos",
+) -> pd.DataFrame:
+    """EMU per run: the sum over its LC apps of load as a fraction of each app's max load.
+
+    ``loads`` has one row per run and LC app with its offered ``rps`` and whether it
+    met QoS; ``max_load`` maps each app to its max load alone (or is the frame of
+    :func:`max_load_under_qos`).  ``all_meet_qos`` tells whether the load counts:
+    a mix only scores its EMU when every app in it meets QoS.
+    """
+    if isinstance(max_load, pd.DataFrame):
+        max_load = dict(zip(max_load[app], max_load["max_load"], strict=True))
+    _require(loads, [*by, app, rps, meets_qos], "loads")
+    frame = loads.assign(_max=loads[app].map(dict(max_load)))
+    if frame["_max"].isna().any():
+        missing = sorted(set(frame.loc[frame["_max"].isna(), app]))
+        raise ValueError(f"no max load for {missing}; measure each app alone first")
+    frame["load_fraction"] = frame[rps] / frame["_max"]
+    out = frame.groupby(list(by), observed=True).agg(
+        emu=("load_fraction", "sum"), all_meet_qos=(meets_qos, "all"), apps=(app, "count")
+    )
+    return out.reset_index()
+
+
+def best_emu(emu: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """The highest EMU reached under QoS per group (e.g. per manager and mix)."""
+    ok = emu[emu["all_meet_qos"]]
+    out = ok.groupby(list(by), observed=True)["emu"].max().rename("best_emu").reset_index()
+    groups = emu[list(by)].drop_duplicates()
+    return groups.merge(out, on=list(by), how="left").fillna({"best_emu": 0.0})
+
+
+def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
+                  ) -> pd.DataFrame:
+    """Best-effort throughput: work units per second over each job's progress record."""
+    _require(progress, [*by, "t_ns", "work"], "progress")
+
+    def rate(group: pd.DataFrame) -> float:
+        span = (group["t_ns"].max() - group["t_ns"].min()) / 1e9
+        work = group["work"].max() - group["work"].min()
+        return work / span if span > 0 else np.nan
+
+    out = progress.groupby(list(by), observed=True)[["t_ns", "work"]].apply(rate)
+    return out.rename("throughput").reset_index()
+
+
+def convergence_time(
+    decisions: pd.DataFrame, by: Sequence[str] = ("run_id",), start_ns: str | None = None
+) -> pd.DataFrame:
+    """Seconds from the start of management to convergence, per run.
+
+    Convergence is the first ``converged`` / ``infeasible`` / ``oversubscribed`` event
+    in the decision log; without one, the last event that changed an allocation
+    (``to_cores`` or ``pages_moved``).  The start is the first record of the run, or
+    the column ``start_ns`` when given.  ``converged`` tells which rule applied.
+    """
+    _require(decisions, [*by, "t_ns", "event"], "decisions")
+    rows = []
+    for key, group in decisions.groupby(list(by), observed=True, sort=True):
+        start = group[start_ns].min() if start_ns else group["t_ns"].min()
+        ending = group[group["event"].isin(CONVERGENCE_EVENTS)]
+        if len(ending):
+            end, how = ending["t_ns"].iloc[0], str(ending["event"].iloc[0])
+        else:
+            changed = np.zeros(len(group), dtype=bool)
+            if "to_cores" in group.columns:
+                changed |= group["to_cores"].notna().to_numpy()
+            if "pages_moved" in group.columns:
+                changed |= (group["pages_moved"].fillna(0) > 0).to_numpy()
+            end = group["t_ns"][changed].max() if changed.any() else start
+            how = "last change"
+        keys = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, keys, strict=True)),
+                     "convergence_s": (end - start) / 1e9, "converged": how})
+    return pd.DataFrame(rows, columns=[*by, "convergence_s", "converged"])
+
+
+def migrations_per_second(
+    decisions: pd.DataFrame, by: Sequence[str] = ("run_id",), duration_s: float | None = None
+) -> pd.DataFrame:
+    """Pages moved per second and migration events per second, per run.
+
+    The duration is the span of the run's decision log unless ``duration_s`` is given.
+    """
+    _require(decisions, [*by, "t_ns"], "decisions")
+    frame = decisions.assign(
+        _pages=decisions["pages_moved"].fillna(0) if "pages_moved" in decisions else 0
+    )
+    rows = []
+    for key, group in frame.groupby(list(by), observed=True, sort=True):
+        span = duration_s if duration_s is not None else (
+            (group["t_ns"].max() - group["t_ns"].min()) / 1e9)
+        pages = float(group["_pages"].sum())
+        events = int((group["_pages"] > 0).sum())
+        keys = key if isinstance(key, tuple) else (key,)
+        rows.append({
+            **dict(zip(by, keys, strict=True)),
+            "pages_moved": pages,
+            "migrations": events,
+            "pages_per_s": pages / span if span > 0 else np.nan,
+            "migrations_per_s": events / span if span > 0 else np.nan,
+        })
+    return pd.DataFrame(rows, columns=[*by, "pages_moved", "migrations", "pages_per_s",
+                                       "migrations_per_s"])
+
+
+def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
+                  ) -> pd.DataFrame:
+    """Cores held by each app over time, from the decision log (for Fig. 11)."""
+    _require(decisions, [*by, "t_ns"], "decisions")
+    if "cores_after" not in decisions.columns:
+        return pd.DataFrame(columns=[*by, "t_s", "cores"])
+    frame = decisions.dropna(subset=["cores_after"])
+    origin = decisions.groupby("run_id", observed=True)["t_ns"].transform("min")
+    out = frame.assign(t_s=(frame["t_ns"] - origin.loc[frame.index]) / 1e9,
+                       cores=frame["cores_after"])
+    return out[[*by, "t_s", "cores"]].reset_index(drop=True)
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [column for column in dict.fromkeys(columns) if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{what} frame lacks columns {missing}; it has {list(frame.columns)}"
+        )

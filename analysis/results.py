@@ -1,0 +1,185 @@
+"""Guest results into frames: latency records, request tables, decision logs, run records.
+
+File formats (the writers live in workloads/, guest/pimcloud-agent/ and runs/):
+
+``lats.bin``
+    Tailbench's format: one record per request in completion order, three unsigned
+    64-bit little-endian integers each: queue time, service time, sojourn time, all in
+    nanoseconds (sojourn is measured from the request's scheduled arrival).
+``requests.csv`` / ``requests.parquet``
+    One row per request, columns :data:`REQUEST_COLUMNS` (integers, nanoseconds;
+    ``thread`` is the server thread that served it; times are guest ``CLOCK_MONOTONIC``).
+``decisions.jsonl``
+    The agent's decision log, one JSON object per line with at least ``t_ns`` (guest
+    monotonic ns), ``event`` and ``app``; optionally ``from_cores`` / ``to_cores`` (a
+    list of CPU ids, or a count), ``pages_moved`` and ``slack``; other keys are kept.
+``progress.csv``
+    A best-effort job's progress: ``t_ns`` and ``work`` (cumulative units done).
+``run.json``
+    The run record: ``run_id`` plus one key per sweep axis (``app``, ``rps``,
+    ``manager``...); optional ``qos_ns`` (``{app: ns}``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..atomic import atomic_write_bytes
+
+LATS_RECORD = np.dtype([("queue_ns", "<u8"), ("service_ns", "<u8"), ("sojourn_ns", "<u8")])
+REQUEST_COLUMNS = (
+    "request_id",
+    "thread",
+    "scheduled_ns",
+    "start_ns",
+    "end_ns",
+    "queue_ns",
+    "service_ns",
+    "sojourn_ns",
+)
+DECISION_REQUIRED = ("t_ns", "event", "app")
+
+
+class ResultsWarning(UserWarning):
+    """A results file was damaged; the warning names it and what was kept."""
+
+
+class ResultsFormatError(ValueError):
+    """A results file cannot be read; the message names the file, the problem, the fix."""
+
+
+def read_lats_bin(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A Tailbench ``lats.bin`` as a frame: ``request`` (completion order), queue_ns,
+    service_ns, sojourn_ns (int64).  A partial last record is dropped with a warning."""
+    path = Path(path)
+    raw = path.read_bytes()
+    whole = len(raw) // LATS_RECORD.itemsize * LATS_RECORD.itemsize
+    if whole != len(raw):
+        warnings.warn(
+            f"{path}: {len(raw)} bytes is not a whole number of {LATS_RECORD.itemsize}-byte "
+            f"records; dropped the last {len(raw) - whole} bytes (a truncated write?)",
+            ResultsWarning,
+            stacklevel=2,
+        )
+    records = np.frombuffer(raw[:whole], dtype=LATS_RECORD)
+    frame = pd.DataFrame({name: records[name].astype(np.int64) for name in LATS_RECORD.names})
+    frame.insert(0, "request", np.arange(len(frame), dtype=np.int64))
+    return frame
+
+
+def write_lats_bin(path: str | os.PathLike[str], frame: pd.DataFrame) -> None:
+    """Write queue_ns, service_ns, sojourn_ns of ``frame`` in the ``lats.bin`` format."""
+    records = np.empty(len(frame), dtype=LATS_RECORD)
+    for name in LATS_RECORD.names:
+        records[name] = frame[name].to_numpy(dtype=np.uint64)
+    atomic_write_bytes(Path(path), records.tobytes())
+
+
+def read_request_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A request table (CSV or Parquet, by suffix) with :data:`REQUEST_COLUMNS` as int64."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        frame = pd.read_csv(path)
+    else:
+        raise ResultsFormatError(
+            f"{path}: a request table must end in .csv or .parquet, not {path.suffix!r}"
+        )
+    missing = [column for column in REQUEST_COLUMNS if column not in frame.columns]
+    if missing:
+        raise ResultsFormatError(
+            f"{path}: request table lacks columns {missing}; it needs "
+            f"{list(REQUEST_COLUMNS)} (integers, nanoseconds)"
+        )
+    for column in REQUEST_COLUMNS:
+        if frame[column].isna().any():
+            row = int(np.flatnonzero(frame[column].isna().to_numpy())[0])
+            raise ResultsFormatError(
+                f"{path}: column {column!r} is empty in data row {row + 1}; every request "
+                "needs all of its times"
+            )
+        frame[column] = frame[column].astype(np.int64)
+    return frame
+
+
+def read_decision_log(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The agent's JSON-lines decision log, one row per record, ordered by ``t_ns``.
+
+    Adds ``cores_before`` / ``cores_after`` (counts) from ``from_cores`` / ``to_cores``
+    whether those hold lists of CPU ids or counts.
+    """
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as stream:
+        for number, text in enumerate(stream, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ResultsFormatError(
+                    f"{path}: line {number} is not JSON ({error.msg}); each line must be "
+                    'one object like {"t_ns": 1, "event": "upsize", "app": "xapian"}'
+                ) from None
+            if not isinstance(record, dict):
+                raise ResultsFormatError(f"{path}: line {number} is not a JSON object")
+            missing = [key for key in DECISION_REQUIRED if key not in record]
+            if missing:
+                raise ResultsFormatError(
+                    f"{path}: line {number} lacks {missing}; every decision needs "
+                    f"{list(DECISION_REQUIRED)}"
+                )
+            records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    if frame.empty:
+        frame = pd.DataFrame({key: pd.Series(dtype=object) for key in DECISION_REQUIRED})
+        frame["t_ns"] = frame["t_ns"].astype(np.int64)
+    frame["t_ns"] = frame["t_ns"].astype(np.int64)
+    for source, target in (("from_cores", "cores_before"), ("to_cores", "cores_after")):
+        if source in frame.columns:
+            frame[target] = frame[source].map(_core_count).astype(float)
+    if "pages_moved" in frame.columns:
+        frame["pages_moved"] = frame["pages_moved"].fillna(0).astype(np.int64)
+    return frame.sort_values("t_ns", kind="stable").reset_index(drop=True)
+
+
+def _core_count(value: object) -> float:
+    if isinstance(value, list | tuple):
+        return float(len(value))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def read_progress(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A best-effort job's progress table: ``t_ns`` and cumulative ``work``."""
+    path = Path(path)
+    frame = pd.read_csv(path)
+    missing = [column for column in ("t_ns", "work") if column not in frame.columns]
+    if missing:
+        raise ResultsFormatError(f"{path}: progress table lacks columns {missing}")
+    return frame.sort_values("t_ns").reset_index(drop=True)
+
+
+def read_run_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``run.json``: must be an object with a string ``run_id``."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ResultsFormatError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("run_id"), str):
+        raise ResultsFormatError(
+            f'{path}: a run record is an object with a string "run_id" and one key per '
+            'sweep axis, e.g. {"run_id": "xapian-200", "app": "xapian", "rps": 200}'
+        )
+    return record
