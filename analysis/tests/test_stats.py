@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from pimcloud.analysis.stats import (
     StatsFileWarning,
     StatsFormatError,
@@ -169,7 +168,7 @@ def test_statistic_outside_a_dump_is_damage(tmp_path: Path) -> None:
 def test_not_a_stats_file(tmp_path: Path) -> None:
     path = tmp_path / "config.ini"
     path.write_text("")
-    with pytest.raises(StatsFormatError, match="not a gem5 stats.txt"):
+    with pytest.raises(StatsFormatError, match=r"not a gem5 stats\.txt"):
         parse_stats(path)
 
 
