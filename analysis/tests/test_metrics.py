@@ -1,0 +1,133 @@
+"""Metrics, memory latency and stats views on frames whose answers are known by design."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from pimcloud.analysis import memlat, metrics, views
+from pimcloud.analysis.stats import parse_stats
+
+THREE = Path(__file__).parent / "fixtures" / "three_dumps.txt"
+
+
+def test_percentiles_of_one_to_hundred() -> None:
+    requests = pd.DataFrame({"run_id": "r", "app": "a", "sojourn_ns": np.arange(1, 101)})
+    out = metrics.latency_percentiles(requests).iloc[0]
+    # linear interpolation between order statistics: p = 1 + q * 99 / 100
+    assert out["p50_ns"] == pytest.approx(50.5)
+    assert out["p99_ns"] == pytest.approx(99.01)
+    assert out["requests"] == 100
+
+
+def test_windowed_percentiles_split_by_completion_time() -> None:
+    end = np.array([10, 20, 150, 160, 170, 290])
+    requests = pd.DataFrame({"run_id": "r", "app": "a", "scheduled_ns": end - 10,
+                             "end_ns": end, "sojourn_ns": end})
+    out = metrics.windowed_percentiles(requests, window_ns=100)
+    assert out["window"].tolist() == [0, 1, 2]
+    assert out["requests"].tolist() == [2, 3, 1]
+    assert out["p50_ns"].tolist() == [15.0, 160.0, 290.0]
+
+
+def curves() -> pd.DataFrame:
+    return pd.DataFrame({
+        "arch": ["a1"] * 4 + ["a2"] * 4,
+        "app": "xapian",
+        "rps": [100, 200, 300, 400] * 2,
+        "p99_ns": [0.5e6, 0.8e6, 1.5e6, 0.9e6, 0.4e6, 0.6e6, 0.9e6, 3e6],
+    })
+
+
+def test_max_load_is_the_largest_load_within_qos() -> None:
+    loads = metrics.max_load_under_qos(curves(), {"xapian": 1e6}, by=["arch", "app"])
+    assert loads["max_load"].tolist() == [400, 300]
+    strict = metrics.max_load_under_qos(curves(), 1e6, by=["arch", "app"], contiguous=True)
+    assert strict["max_load"].tolist() == [200, 300]  # a1's 400 came after a violation
+    none = metrics.max_load_under_qos(curves(), 1e3, by=["arch", "app"])
+    assert none["max_load"].tolist() == [0, 0]
+    with pytest.raises(ValueError, match=r"no QoS target for \['xapian'\]"):
+        metrics.max_load_under_qos(curves(), {"moses": 1e6})
+
+
+def test_table_iii_form() -> None:
+    table = metrics.table_iii(curves(), {"xapian": 1e6}, baseline_arch="a1")
+    assert table.loc["a2", ("normalized_max_load", "xapian")] == pytest.approx(300 / 400)
+    assert table.loc["a1", ("normalized_max_load", "xapian")] == 1.0
+    assert table.loc["a2", ("tail_over_qos", "xapian")] == pytest.approx(0.4)
+
+
+def test_effective_machine_utilization() -> None:
+    loads = pd.DataFrame({
+        "run_id": ["m1", "m1", "m2", "m2"],
+        "app": ["xapian", "moses", "xapian", "moses"],
+        "rps": [50, 30, 100, 90],
+        "meets_qos": [True, True, True, False],
+    })
+    emu = metrics.effective_machine_utilization(loads, {"xapian": 100, "moses": 100})
+    assert emu["emu"].tolist() == pytest.approx([0.8, 1.9])
+    assert emu["all_meet_qos"].tolist() == [True, False]
+    best = metrics.best_emu(emu.assign(manager="pimcloud"), by=["manager"])
+    assert best["best_emu"].tolist() == pytest.approx([0.8])
+
+
+def test_be_throughput_convergence_and_migrations() -> None:
+    progress = pd.DataFrame({"run_id": "r", "app": "be", "t_ns": [0, 1e9, 2e9],
+                             "work": [0, 10, 30]})
+    assert metrics.be_throughput(progress)["throughput"].tolist() == [15.0]
+    decisions = pd.DataFrame({
+        "run_id": ["r"] * 4 + ["s"] * 2,
+        "t_ns": [1e9, 1.5e9, 3e9, 4e9, 0, 2e9],
+        "event": ["init", "upsize", "converged", "downsize", "init", "migrate"],
+        "app": "a",
+        "to_cores": [1, 2, None, 1, 1, None],
+        "pages_moved": [0, 0, 0, 0, 0, 100],
+    })
+    conv = metrics.convergence_time(decisions)
+    assert conv["convergence_s"].tolist() == [2.0, 2.0]
+    assert conv["converged"].tolist() == ["converged", "last change"]
+    mig = metrics.migrations_per_second(decisions)
+    assert mig["pages_per_s"].tolist() == [0.0, 50.0]
+    assert mig["migrations_per_s"].tolist() == [0.0, 0.5]
+    timeline = metrics.core_timeline(decisions.assign(cores_after=decisions["to_cores"]))
+    assert timeline.loc[timeline["run_id"] == "r", "t_s"].tolist() == [0.0, 0.5, 3.0]
+
+
+def test_seed_003_estimate_on_gem5_miss_latency() -> None:
+    stats = parse_stats(THREE).stats
+    out = memlat.miss_latency_by_requester(stats, "system.l3", c_cache_cycles=40)
+    cpu = out[out["requester"] == "system.cpu3.data"].iloc[0]
+    # 41.7e6 ticks over 1000 misses at 417 ticks/cycle: 100 cycles, plus 40 cache cycles,
+    # at 417 ps per cycle
+    assert cpu["outstanding_cycles"] == pytest.approx(100_000)
+    assert cpu["latency_ns"] == pytest.approx(140 * 0.417)
+    assert np.isnan(out.loc[out["requester"] == "system.pim_cpus12.data", "latency_ns"]).all()
+    with pytest.raises(ValueError, match=r"no system\.l9\.demandMisses"):
+        memlat.miss_latency_by_requester(stats, "system.l9", c_cache_cycles=40)
+
+
+def test_memory_latency_by_target() -> None:
+    out = memlat.memory_latency_by_target(parse_stats(THREE).stats)
+    assert out["target"].tolist() == ["system.mem_ctrl"]
+    assert out["latency_ns"].tolist() == pytest.approx([6e6 / 200 / 1000])
+
+
+def test_views() -> None:
+    stats = parse_stats(THREE).stats
+    buckets = views.histogram(stats, "system.work_item_type0")
+    assert buckets[["low", "high", "count"]].to_numpy().tolist() == [
+        [0, 999, 1], [1000, 1999, 2], [2000, 2999, 1]]
+    dist = views.histogram(stats, "system.mem_ctrl.readLatencyDist")
+    assert dist["count"].sum() == 2  # under/overflows are not buckets
+    assert views.distribution_summary(stats, "system.mem_ctrl.readLatencyDist").loc[
+        0, "overflows"] == 1
+    cycles = views.scalar(stats, "system.cpu3.numCycles")
+    assert cycles.to_dict() == {0: 240000000, 2: 120000000}
+    vec = views.vector(stats, "system.cpu3.commit.committedInstType_0")
+    assert vec.loc[0, "IntAlu"] == 300
+    cpus = views.with_cpu(stats)
+    pim = cpus[cpus["stat"] == "system.pim_cpus12.cpi"].iloc[0]
+    assert (pim["cpu_group"], pim["cpu_index"]) == ("pim_cpus", 12)
+    assert pd.isna(cpus[cpus["stat"] == "simSeconds"]["cpu_group"]).all()
