@@ -1,0 +1,85 @@
+// An in-memory Machine for unit tests, with a queueing model that turns each app's load
+// and cores into latency, so policies can be driven through whole load traces.
+// Unit tests only: the real thing is LinuxMachine.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/Machine.h"
+#include "engine/LatencySource.h"
+#include "policy/Topology.h"
+
+namespace pimcloud {
+
+struct FakeAppModel {
+  double load = 0;          // offered RPS
+  double maxRpsHost = 0;    // per host core
+  double maxRpsPim = 0;     // per PIM core on the app's home stack
+  double remoteFactor = 0.7;  // a PIM core away from the app's pages runs this much slower
+  double serviceNs = 1e6;
+  int homeNode = 1;         // where its pages are
+};
+
+class FakeMachine : public Machine {
+ public:
+  explicit FakeMachine(const Topology& topology);
+
+  void addApp(const std::string& name, int pid, const FakeAppModel& model, int threads = 4,
+              std::size_t pages = 0);
+  void removeApp(const std::string& name);
+  void setLoad(const std::string& name, double rps) { models_.at(name).load = rps; }
+  FakeAppModel& model(const std::string& name) { return models_.at(name); }
+  // Latency of one interval under the current cores (deterministic).
+  IntervalStats sample(const std::string& name, std::int64_t tNs) const;
+  double capacity(const std::string& name) const;
+  std::vector<std::string> apps() const;
+
+  // What the policy did, for assertions.
+  std::map<std::string, std::vector<int>> appCpus;
+  std::map<int, std::vector<int>> threadCpus;
+  std::vector<int> beCpus;
+  double beQuota = 0;
+  std::map<int, std::uint64_t> freeBytes;  // per node
+  std::map<int, std::vector<PageInfo>> pagesOf;  // per pid
+  std::set<int> deadTids;
+  std::set<std::string> deadApps;  // setAppCpus reports "gone"
+  int setAppCpusCalls = 0;
+
+  std::map<int, std::uint64_t> freeBytesPerNode() override { return freeBytes; }
+  Status setAppCpus(const AppHandle& app, const std::vector<int>& cpus) override;
+  Status pinThread(int tid, const std::vector<int>& cpus) override;
+  Status setBeCpus(const std::vector<int>& cpus) override;
+  Status setBeQuota(double fraction) override;
+  std::vector<PageInfo> hotPages(int pid, int node) override;
+  MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
+
+  static constexpr std::uint64_t kPageBytes = 4096;
+
+ private:
+  const Topology* topology_;
+  std::map<std::string, FakeAppModel> models_;
+  std::map<std::string, int> pids_;
+  std::map<std::string, std::vector<int>> tids_;
+  friend class FakeLatencySource;
+};
+
+// Publishes FakeMachine's modelled latency as the harness would.
+class FakeLatencySource : public LatencySource {
+ public:
+  explicit FakeLatencySource(FakeMachine& machine) : machine_(&machine) {}
+  void start(const std::string& name, double qosNs, double maxRpsHost, double maxRpsPim,
+             int threads = 4);
+  void exit(const std::string& name);
+  void setTime(std::int64_t tNs) { tNs_ = tNs; }
+  LatencyBatch poll() override;
+
+ private:
+  FakeMachine* machine_;
+  std::vector<AppEvent> events_;
+  std::int64_t tNs_ = 0;
+};
+
+}  // namespace pimcloud

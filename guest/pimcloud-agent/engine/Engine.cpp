@@ -1,0 +1,363 @@
+#include "engine/Engine.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "placement/Placement.h"
+
+namespace pimcloud {
+
+using nlohmann::json;
+
+namespace {
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::int64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+void FileHarnessControl::send(const std::string& jsonLine) {
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // the harness may not listen; the agent goes on
+  const std::string line = jsonLine + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+Engine::Engine(const Topology& topology, Policy& policy, Machine& machine, LatencySource& source,
+               DecisionLog& log, HarnessControl* control, EngineOptions options)
+    : topology_(&topology),
+      policy_(&policy),
+      machine_(&machine),
+      source_(&source),
+      log_(&log),
+      control_(control),
+      options_(options) {}
+
+AppId Engine::idOf(const std::string& name) const {
+  auto it = ids_.find(name);
+  return it == ids_.end() ? kBePool : it->second;
+}
+
+void Engine::control(const std::string& line) {
+  if (control_ != nullptr) control_->send(line);
+}
+
+void Engine::addApp(const AppSpec& spec, int pid) {
+  const AppId id = nextId_++;
+  Runtime rt;
+  rt.handle = {spec.name, pid};
+  rt.spec = spec;
+  apps_[id] = rt;
+  ids_[spec.name] = id;
+}
+
+std::map<int, std::uint64_t> Engine::freeBytesPerStack() {
+  std::map<int, std::uint64_t> out;
+  for (const auto& [node, bytes] : machine_->freeBytesPerNode()) {
+    if (node >= 1 && node <= topology_->stacks) out[node] = bytes;
+  }
+  return out;
+}
+
+void Engine::handleEvents(std::int64_t tNs, const LatencyBatch& batch) {
+  for (const std::string& e : batch.errors) log_->note(tNs, "input-error", e);
+  for (const AppEvent& e : batch.events) {
+    if (e.kind == AppEvent::Kind::Start) {
+      if (ids_.count(e.app) != 0) {
+        // Known from the config: take the pid and whatever the harness knows better.
+        Runtime& rt = apps_.at(ids_.at(e.app));
+        if (e.pid > 0) rt.handle.pid = e.pid;
+        if (rt.spec.maxRpsHost <= 0) rt.spec.maxRpsHost = e.spec.maxRpsHost;
+        if (rt.spec.maxRpsPim <= 0) rt.spec.maxRpsPim = e.spec.maxRpsPim;
+        if (e.spec.qosNs > 0) rt.spec.qosNs = e.spec.qosNs;
+        continue;
+      }
+      addApp(e.spec, e.pid);
+    } else {
+      const AppId id = idOf(e.app);
+      if (id == kBePool) continue;
+      appGone(tNs, id, "the harness reported its exit");
+    }
+  }
+}
+
+void Engine::appGone(std::int64_t tNs, AppId id, const std::string& why) {
+  auto it = apps_.find(id);
+  if (it == apps_.end()) return;
+  if (it->second.inPolicy) {
+    std::vector<Decision> out;
+    policy_->exit(id, tNs, out);
+    for (Decision& d : out) {
+      d.reason += d.reason.empty() ? why : "; " + why;
+      pending_.push_back(d);
+    }
+  }
+  ids_.erase(it->second.spec.name);
+  apps_.erase(it);
+  applied_.appCpus.erase(id);
+}
+
+void Engine::profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStats* stats) {
+  if (stats != nullptr) rt.maxRps = std::max(rt.maxRps, stats->rps);
+  if (rt.profilePhase != 0 && tNs < rt.profileUntil) return;
+  auto firstCpu = [this](CoreType type) {
+    for (int cpu : applied_.beCpus) {
+      const int core = topology_->coreByCpu(cpu);
+      if (core >= 0 && topology_->core(core).type == type) return cpu;
+    }
+    for (const Core& c : topology_->cores) {
+      if (c.type == type) return c.cpu;
+    }
+    return -1;
+  };
+  auto begin = [&](CoreType type) {
+    const int cpu = firstCpu(type);
+    const Status st = machine_->setAppCpus(rt.handle, {cpu});
+    if (!st.ok && st.gone) return false;
+    json j{{"t_ns", tNs}, {"event", "profile"},   {"app", rt.spec.name},
+           {"core_type", toString(type)}, {"cpu", cpu}, {"duration_ms", options_.profileNs / 1'000'000}};
+    control(j.dump());
+    rt.maxRps = 0;
+    rt.profileUntil = tNs + options_.profileNs;
+    return true;
+  };
+  if (rt.profilePhase == 0) {
+    rt.profilePhase = 1;
+    if (!begin(CoreType::Host)) appGone(tNs, id, "exited while being profiled");
+    return;
+  }
+  if (rt.profilePhase == 1) {
+    rt.spec.maxRpsHost = rt.maxRps;
+    rt.profilePhase = 2;
+    if (!begin(CoreType::Pim)) appGone(tNs, id, "exited while being profiled");
+    return;
+  }
+  rt.spec.maxRpsPim = rt.maxRps;
+  rt.profilePhase = 0;
+  json j{{"t_ns", tNs}, {"event", "profile-done"}, {"app", rt.spec.name},
+         {"max_rps_host", rt.spec.maxRpsHost}, {"max_rps_pim", rt.spec.maxRpsPim}};
+  control(j.dump());
+  std::ostringstream reason;
+  reason << "max RPS host " << rt.spec.maxRpsHost << ", PIM " << rt.spec.maxRpsPim
+         << ", R=" << rt.spec.preference();
+  Decision d;
+  d.tNs = tNs;
+  d.event = "profile";
+  d.app = id;
+  d.appName = rt.spec.name;
+  d.reason = reason.str();
+  pending_.push_back(d);
+  if (rt.spec.maxRpsHost <= 0 || rt.spec.maxRpsPim <= 0) {
+    // No requests while profiling: rank it as neutral rather than refuse it.
+    rt.spec.maxRpsHost = rt.spec.maxRpsPim = 1;
+    pending_.back().reason += "; no throughput measured, R taken as 1";
+  }
+}
+
+Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
+  Observation obs;
+  obs.tNs = tNs;
+  obs.freeBytes = freeBytesPerStack();
+  for (const auto& [name, st] : batch.stats) {
+    const AppId id = idOf(name);
+    if (id == kBePool) continue;
+    Runtime& rt = apps_.at(id);
+    if (!st.tids.empty()) rt.tids = st.tids;
+    if (rt.inPolicy) {
+      obs.stats[id] = st;
+      if (st.count > 0) log_->countInterval(name, st.p99Ns > rt.spec.qosNs);
+    }
+  }
+  return obs;
+}
+
+void Engine::tick(std::int64_t tNs) {
+  const double cpu0 = threadCpuSeconds();
+  now_ = tNs;
+  const LatencyBatch batch = source_->poll();
+  handleEvents(tNs, batch);
+  Observation obs = observe(tNs, batch);
+
+  // Apps that still need a profile are profiled before the policy sees them.
+  std::vector<AppId> ids;
+  for (const auto& entry : apps_) ids.push_back(entry.first);
+  std::vector<AppId> ready;
+  for (AppId id : ids) {
+    auto it = apps_.find(id);
+    if (it == apps_.end() || it->second.inPolicy) continue;
+    Runtime& rt = it->second;
+    const bool known = rt.spec.maxRpsHost > 0 && rt.spec.maxRpsPim > 0;
+    if (!known) {
+      auto st = batch.stats.find(rt.spec.name);
+      profile(tNs, id, rt, st == batch.stats.end() ? nullptr : &st->second);
+      if (apps_.count(id) == 0) continue;  // gone while being profiled
+      if (rt.profilePhase != 0) continue;
+    }
+    ready.push_back(id);
+  }
+  std::vector<Decision> out;
+  if (!started_ && !ready.empty()) {
+    std::map<AppId, AppSpec> initial;
+    for (AppId id : ready) initial[id] = apps_.at(id).spec;
+    policy_->start(initial, obs, out);
+    started_ = true;
+  } else {
+    for (AppId id : ready) policy_->arrive(id, apps_.at(id).spec, obs, out);
+  }
+  for (AppId id : ready) apps_.at(id).inPolicy = true;
+  if (started_) policy_->step(obs, out);
+  for (Decision& d : out) pending_.push_back(std::move(d));
+
+  apply(tNs);
+  for (Decision& d : pending_) {
+    place(d);
+    log_->write(d);
+  }
+  pending_.clear();
+  log_->addIntervalCost(threadCpuSeconds() - cpu0);
+}
+
+void Engine::apply(std::int64_t tNs) {
+  if (!started_) return;
+  const Assignment want = policy_->assignment();
+  if (want.beCpus != applied_.beCpus) {
+    const Status st = machine_->setBeCpus(want.beCpus);
+    if (!st.ok) log_->note(tNs, "backend-error", "BE cpuset: " + st.error);
+    if (options_.beQuota > 0) machine_->setBeQuota(options_.beQuota);
+  }
+  std::vector<AppId> gone;
+  for (const auto& [id, cpus] : want.appCpus) {
+    auto rtIt = apps_.find(id);
+    if (rtIt == apps_.end()) continue;
+    Runtime& rt = rtIt->second;
+    const auto old = applied_.appCpus.find(id);
+    const auto dedIt = want.dedicatedCpus.find(id);
+    const std::vector<int> dedicated = dedIt == want.dedicatedCpus.end() ? std::vector<int>{}
+                                                                         : dedIt->second;
+    const auto oldDed = applied_.dedicatedCpus.find(id);
+    const bool coresChanged = old == applied_.appCpus.end() || old->second != cpus;
+    const bool dedChanged =
+        oldDed == applied_.dedicatedCpus.end() ? !dedicated.empty() : oldDed->second != dedicated;
+    if (!coresChanged && !dedChanged) continue;
+    if (coresChanged) {
+      const Status st = machine_->setAppCpus(rt.handle, cpus);
+      if (!st.ok) {
+        if (st.gone) {
+          gone.push_back(id);
+          continue;
+        }
+        log_->note(tNs, "backend-error", rt.spec.name + " cpus: " + st.error);
+      }
+    }
+    // A remote PIM core runs one thread of its own (IV-E2); the rest share the others.
+    for (auto it = rt.dedicated.begin(); it != rt.dedicated.end();) {
+      it = std::find(dedicated.begin(), dedicated.end(), it->first) == dedicated.end()
+               ? rt.dedicated.erase(it)
+               : std::next(it);
+    }
+    for (int cpu : dedicated) {
+      if (rt.dedicated.count(cpu) != 0) continue;
+      for (int tid : rt.tids) {
+        const bool used = std::any_of(rt.dedicated.begin(), rt.dedicated.end(),
+                                      [tid](const auto& p) { return p.second == tid; });
+        if (used) continue;
+        const Status st = machine_->pinThread(tid, {cpu});
+        if (st.ok) {
+          rt.dedicated[cpu] = tid;
+          break;
+        }
+        // The thread vanished: try the next one.
+      }
+    }
+    std::vector<int> shared;
+    for (int cpu : cpus) {
+      if (rt.dedicated.count(cpu) == 0) shared.push_back(cpu);
+    }
+    if (!rt.dedicated.empty() && !shared.empty()) {
+      for (int tid : rt.tids) {
+        const bool isDedicated = std::any_of(rt.dedicated.begin(), rt.dedicated.end(),
+                                             [tid](const auto& p) { return p.second == tid; });
+        if (!isDedicated) machine_->pinThread(tid, shared);
+      }
+    }
+  }
+  applied_ = want;
+  for (AppId id : gone) appGone(tNs, id, "process gone when its cores changed");
+}
+
+void Engine::place(Decision& d) {
+  using K = PlacementRequest::Kind;
+  const auto freeBytes = freeBytesPerStack();
+  for (const PlacementRequest& p : d.placement) {
+    auto rtIt = apps_.find(p.app);
+    if (rtIt == apps_.end()) continue;
+    Runtime& rt = rtIt->second;
+    const int cpu = p.core >= 0 ? topology_->core(p.core).cpu : -1;
+    switch (p.kind) {
+      case K::MigrateThreadTo: {
+        const auto resIt = applied_.residentStack.find(p.app);
+        const int resident = resIt == applied_.residentStack.end() ? -1 : resIt->second;
+        const auto pages = machine_->hotPages(rt.handle.pid, resident);
+        const auto fIt = freeBytes.find(p.stack);
+        const MigrationPlan plan =
+            planThreadMigration(pages, std::max(rt.spec.threads, static_cast<int>(rt.tids.size())),
+                                fIt == freeBytes.end() ? 0 : fIt->second, options_.reserveBytes,
+                                options_.pageBytes);
+        const MoveResult r = machine_->movePages(rt.handle.pid, plan.pages, p.stack);
+        d.pagesMoved += r.moved;
+        rt.movedFor[cpu] = plan.pages;
+        if (plan.limitedByMemory || r.targetFull) {
+          d.reason += "; stack " + std::to_string(p.stack) + " has no more free memory";
+        }
+        if (!r.status.ok) d.reason += "; page move: " + r.status.error;
+        break;
+      }
+      case K::MigrateThreadBack: {
+        auto mIt = rt.movedFor.find(cpu);
+        if (mIt == rt.movedFor.end()) break;
+        const MoveResult r = machine_->movePages(rt.handle.pid, mIt->second, p.stack);
+        d.pagesMoved += r.moved;
+        if (!r.status.ok) d.reason += "; page move back: " + r.status.error;
+        rt.movedFor.erase(mIt);
+        break;
+      }
+      case K::Replicate:
+      case K::DropReplicas: {
+        json j{{"t_ns", d.tNs}, {"event", p.kind == K::Replicate ? "replicate" : "drop-replicas"},
+               {"app", rt.spec.name}, {"node", p.stack}};
+        control(j.dump());
+        break;
+      }
+    }
+  }
+}
+
+void Engine::run(const std::atomic<bool>& stop) {
+  std::int64_t next = monotonicNs();
+  while (!stop.load()) {
+    tick(next);
+    next += options_.intervalNs;
+    const std::int64_t now = monotonicNs();
+    if (next < now) next = now;  // fell behind: do not burst
+    timespec ts{static_cast<time_t>(next / 1'000'000'000), static_cast<long>(next % 1'000'000'000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !stop.load()) {
+    }
+  }
+}
+
+}  // namespace pimcloud

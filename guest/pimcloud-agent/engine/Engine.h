@@ -1,0 +1,104 @@
+// The 100 ms loop: read the harness's latency stats, hand them to the policy, apply the
+// policy's assignment and placement requests through the Machine, log every decision.
+// Knows nothing of any particular policy. Never lets an app that vanished, a failed
+// page move or a malformed stats line stop the loop.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/Machine.h"
+#include "engine/DecisionLog.h"
+#include "engine/LatencySource.h"
+#include "policy/Policy.h"
+
+namespace pimcloud {
+
+// Requests from the agent to the harness, one JSON line each:
+//   {"t_ns":..,"event":"profile","app":"xapian","core_type":"host","cpu":0,"duration_ms":500}
+//   {"t_ns":..,"event":"profile-done","app":"xapian","max_rps_host":..,"max_rps_pim":..}
+//   {"t_ns":..,"event":"replicate","app":"xapian","node":2}
+//   {"t_ns":..,"event":"drop-replicas","app":"xapian","node":2}
+class HarnessControl {
+ public:
+  virtual ~HarnessControl() = default;
+  virtual void send(const std::string& jsonLine) = 0;
+};
+
+class FileHarnessControl : public HarnessControl {
+ public:
+  explicit FileHarnessControl(std::string path) : path_(std::move(path)) {}
+  void send(const std::string& jsonLine) override;  // appends one line with one write()
+
+ private:
+  std::string path_;
+};
+
+struct EngineOptions {
+  std::int64_t intervalNs = 100'000'000;
+  std::int64_t profileNs = 500'000'000;   // per core type (IV-D1)
+  std::uint64_t reserveBytes = 64ULL << 20;  // never fill a stack to the last page
+  std::size_t pageBytes = 4096;
+  double beQuota = 0;  // cpu.max fraction for BE jobs; <= 0: unlimited
+};
+
+class Engine {
+ public:
+  Engine(const Topology& topology, Policy& policy, Machine& machine, LatencySource& source,
+         DecisionLog& log, HarnessControl* control, EngineOptions options);
+
+  // An LC app known before the first interval (from the config).
+  void addApp(const AppSpec& spec, int pid);
+  // One monitoring interval at time tNs.
+  void tick(std::int64_t tNs);
+  // Ticks every interval until `stop` is set.
+  void run(const std::atomic<bool>& stop);
+
+  const Assignment& applied() const { return applied_; }
+  AppId idOf(const std::string& name) const;
+
+ private:
+  struct Runtime {
+    AppHandle handle;
+    AppSpec spec;
+    std::vector<int> tids;
+    std::map<int, int> dedicated;  // cpu -> tid
+    std::map<int, std::vector<std::uintptr_t>> movedFor;  // remote cpu -> pages moved there
+    bool inPolicy = false;
+    // Profiling (IV-D1): max RPS on one host core, then on one PIM core.
+    int profilePhase = 0;  // 0 none, 1 host, 2 pim
+    std::int64_t profileUntil = 0;
+    double maxRps = 0;
+  };
+
+  Observation observe(std::int64_t tNs, const LatencyBatch& batch);
+  void handleEvents(std::int64_t tNs, const LatencyBatch& batch);
+  void profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStats* stats);
+  void apply(std::int64_t tNs);
+  void place(Decision& d);
+  void appGone(std::int64_t tNs, AppId id, const std::string& why);
+  void control(const std::string& line);
+  std::map<int, std::uint64_t> freeBytesPerStack();
+
+  const Topology* topology_;
+  Policy* policy_;
+  Machine* machine_;
+  LatencySource* source_;
+  DecisionLog* log_;
+  HarnessControl* control_;
+  EngineOptions options_;
+  bool started_ = false;
+  AppId nextId_ = 0;
+  std::map<AppId, Runtime> apps_;
+  std::map<std::string, AppId> ids_;
+  Assignment applied_;
+  std::vector<Decision> pending_;
+  std::int64_t now_ = 0;
+};
+
+}  // namespace pimcloud

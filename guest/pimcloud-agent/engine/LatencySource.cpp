@@ -1,0 +1,95 @@
+#include "engine/LatencySource.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+namespace pimcloud {
+
+using nlohmann::json;
+
+FileLatencySource::~FileLatencySource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool parseLatencyLine(const std::string& line, std::uint64_t lineNo, LatencyBatch& batch) {
+  if (line.find_first_not_of(" \t\r") == std::string::npos) return true;
+  auto fail = [&](const std::string& why) {
+    batch.errors.push_back("latency line " + std::to_string(lineNo) + ": " + why);
+    return false;
+  };
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail("not a JSON object");
+  if (!j.contains("app") || !j["app"].is_string()) return fail("missing string field \"app\"");
+  const std::string app = j["app"].get<std::string>();
+  auto num = [&](const char* key) -> double {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+  };
+  if (j.contains("event")) {
+    const std::string ev = j["event"].is_string() ? j["event"].get<std::string>() : "";
+    AppEvent e;
+    e.app = app;
+    if (ev == "start") {
+      e.kind = AppEvent::Kind::Start;
+      e.pid = static_cast<int>(num("pid"));
+      e.spec.name = app;
+      e.spec.qosNs = num("qos_ns");
+      e.spec.maxRpsHost = num("max_rps_host");
+      e.spec.maxRpsPim = num("max_rps_pim");
+      e.spec.threads = static_cast<int>(num("threads"));
+      if (e.spec.qosNs <= 0) return fail("start of \"" + app + "\" needs \"qos_ns\" > 0");
+    } else if (ev == "exit") {
+      e.kind = AppEvent::Kind::Exit;
+    } else {
+      return fail("unknown event \"" + ev + "\" (use \"start\" or \"exit\")");
+    }
+    batch.events.push_back(e);
+    return true;
+  }
+  for (const char* key : {"t_ns", "p99_ns", "count"}) {
+    if (!j.contains(key) || !j[key].is_number()) {
+      return fail(std::string("missing number field \"") + key + "\"");
+    }
+  }
+  IntervalStats s;
+  s.tNs = static_cast<std::int64_t>(num("t_ns"));
+  s.p99Ns = num("p99_ns");
+  s.meanNs = num("mean_ns");
+  s.count = static_cast<std::uint64_t>(num("count"));
+  s.rps = num("rps");
+  if (j.contains("tids") && j["tids"].is_array()) {
+    for (const auto& t : j["tids"]) {
+      if (t.is_number_integer()) s.tids.push_back(t.get<int>());
+    }
+  }
+  batch.stats[app] = s;
+  return true;
+}
+
+LatencyBatch FileLatencySource::poll() {
+  LatencyBatch batch;
+  if (fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) return batch;  // not published yet
+  }
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n > 0) {
+      partial_.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;  // EOF (regular file) or EAGAIN (FIFO)
+  }
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    parseLatencyLine(partial_.substr(start, nl - start), ++lineNo_, batch);
+  }
+  partial_.erase(0, start);
+  return batch;
+}
+
+}  // namespace pimcloud

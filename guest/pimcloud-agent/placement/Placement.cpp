@@ -1,0 +1,57 @@
+#include "placement/Placement.h"
+
+#include <algorithm>
+
+namespace pimcloud {
+
+std::optional<StaticPlacement> parseStaticPlacement(const std::string& name) {
+  if (name == "ft") return StaticPlacement::FirstTouch;
+  if (name == "cc") return StaticPlacement::Concentrated;
+  if (name == "il") return StaticPlacement::Interleave;
+  return std::nullopt;
+}
+
+const char* toString(StaticPlacement placement) {
+  switch (placement) {
+    case StaticPlacement::FirstTouch: return "ft";
+    case StaticPlacement::Concentrated: return "cc";
+    case StaticPlacement::Interleave: return "il";
+  }
+  return "?";
+}
+
+MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks) {
+  MemPolicySpec spec;
+  switch (placement) {
+    case StaticPlacement::FirstTouch:
+      spec.mode = MemPolicySpec::Mode::Default;
+      break;
+    case StaticPlacement::Concentrated:
+      spec.mode = MemPolicySpec::Mode::Preferred;
+      spec.nodes = {residentStack};
+      break;
+    case StaticPlacement::Interleave:
+      spec.mode = MemPolicySpec::Mode::Interleave;
+      for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      break;
+  }
+  return spec;
+}
+
+MigrationPlan planThreadMigration(const std::vector<PageInfo>& hottestFirst, int threads,
+                                  std::uint64_t targetFreeBytes, std::uint64_t reserveBytes,
+                                  std::size_t pageBytes) {
+  MigrationPlan plan;
+  if (hottestFirst.empty() || pageBytes == 0) return plan;
+  const std::size_t t = static_cast<std::size_t>(std::max(threads, 1));
+  const std::size_t share = (hottestFirst.size() + t - 1) / t;
+  const std::uint64_t room = targetFreeBytes > reserveBytes ? targetFreeBytes - reserveBytes : 0;
+  const std::size_t fit = static_cast<std::size_t>(room / pageBytes);
+  const std::size_t take = std::min(share, fit);
+  plan.limitedByMemory = fit < share;
+  plan.pages.reserve(take);
+  for (std::size_t i = 0; i < take; ++i) plan.pages.push_back(hottestFirst[i].addr);
+  return plan;
+}
+
+}  // namespace pimcloud

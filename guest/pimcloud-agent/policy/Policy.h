@@ -1,0 +1,78 @@
+// The one small interface every resource-management policy implements, and the registry
+// the policies add themselves to. The engine drives a Policy and knows nothing else of it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/Topology.h"
+#include "policy/Types.h"
+
+namespace pimcloud {
+
+// Tunables; defaults follow the paper (IV-D, IV-E).
+struct PolicyParams {
+  std::size_t slackIntervals = 5;   // median p99 over this many 100 ms intervals
+  std::size_t minSamples = 3;       // intervals in the window before a new decision
+  double stableTolerance = 0.05;    // relative change of mean latency called "stable"
+  int minWaitCores = 2;             // core reassignment settles in 2-3 intervals
+  int maxWaitCores = 3;
+  int minWaitPages = 3;             // page manipulation settles in 3-8 intervals
+  int maxWaitPages = 8;
+  bool eagerReclaim = true;         // upsize may take cores from lower-R apps
+  // AMS-like: apps with R >= this prefer host cores; the BE pool's preferred type.
+  double amsHostMinR = 1.0;
+  CoreType amsBeType = CoreType::Pim;
+  // Octopus-Man-like: the app order to serve (names; empty = arrival order) and the
+  // slack above which an app steps down its core ladder.
+  std::vector<std::string> octopusOrder;
+  double octopusDownsizeSlack = 0.3;
+};
+
+struct PolicyContext {
+  const Topology* topology = nullptr;
+  PolicyParams params;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+
+  // Apps present at start-up (initial allocation).
+  virtual void start(const std::map<AppId, AppSpec>& apps, const Observation& now,
+                     std::vector<Decision>& out) = 0;
+  // Application churn.
+  virtual void arrive(AppId app, const AppSpec& spec, const Observation& now,
+                      std::vector<Decision>& out) = 0;
+  virtual void exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) = 0;
+  // One monitoring interval.
+  virtual void step(const Observation& now, std::vector<Decision>& out) = 0;
+
+  virtual Assignment assignment() const = 0;
+  // Candidate allocations examined so far (for the allocation-search benchmark).
+  virtual std::uint64_t allocationsExplored() const { return 0; }
+};
+
+using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyContext&)>;
+
+class PolicyRegistry {
+ public:
+  static bool add(const std::string& name, const std::string& summary, PolicyFactory factory);
+  // nullptr if the name is unknown.
+  static std::unique_ptr<Policy> create(const std::string& name, const PolicyContext& context);
+  static std::map<std::string, std::string> names();  // name -> summary
+};
+
+}  // namespace pimcloud
+
+#define PIMCLOUD_CONCAT_INNER(a, b) a##b
+#define PIMCLOUD_CONCAT(a, b) PIMCLOUD_CONCAT_INNER(a, b)
+// Registers a policy plugin at static-initialisation time.
+#define PIMCLOUD_REGISTER_POLICY(name, summary, factory)                               \
+  static const bool PIMCLOUD_CONCAT(pimcloudPolicyRegistered_, __LINE__) [[maybe_unused]] = \
+      ::pimcloud::PolicyRegistry::add(name, summary, factory)

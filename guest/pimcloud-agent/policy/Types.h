@@ -1,0 +1,76 @@
+// Values that flow between the engine and the policies. No Linux calls here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pimcloud {
+
+using AppId = int;
+inline constexpr AppId kBePool = -1;  // owner of every core no LC app holds
+
+// A latency-critical application as the policies know it.
+struct AppSpec {
+  std::string name;
+  double qosNs = 0;        // p99 target
+  double maxRpsHost = 0;   // profiling: max RPS on one host core (500 ms)
+  double maxRpsPim = 0;    // profiling: max RPS on one PIM core (500 ms)
+  int threads = 0;         // worker threads (0 = unknown)
+  double preference() const { return maxRpsPim > 0 ? maxRpsHost / maxRpsPim : 0.0; }  // R_i
+};
+
+// One monitoring interval of one app, as the harness publishes it.
+struct IntervalStats {
+  std::int64_t tNs = 0;
+  double p99Ns = 0;
+  double meanNs = 0;
+  std::uint64_t count = 0;  // completed requests in the interval
+  double rps = 0;
+  std::vector<int> tids;    // worker thread ids (may be empty)
+};
+
+// What the engine hands a policy every interval.
+struct Observation {
+  std::int64_t tNs = 0;
+  std::map<AppId, IntervalStats> stats;
+  std::map<int, std::uint64_t> freeBytes;  // per stack (1..M)
+};
+
+// Dynamic data placement a policy asks for; placement/ decides the pages.
+struct PlacementRequest {
+  enum class Kind { MigrateThreadTo, MigrateThreadBack, Replicate, DropReplicas };
+  Kind kind = Kind::MigrateThreadTo;
+  AppId app = kBePool;
+  int core = -1;   // the remote PIM core concerned (Migrate*)
+  int stack = 0;   // target stack (MigrateThreadTo, Replicate, DropReplicas) or resident
+};
+const char* toString(PlacementRequest::Kind kind);
+
+// One decision, logged as one JSON line.
+struct Decision {
+  std::int64_t tNs = 0;
+  std::string event;   // e.g. "upsize", "downsize", "downsize-revert", "oversubscribed"
+  AppId app = kBePool;
+  std::string appName;
+  std::vector<int> fromCores;  // Linux CPUs before
+  std::vector<int> toCores;    // Linux CPUs after
+  std::optional<double> slack;
+  std::string reason;
+  std::vector<PlacementRequest> placement;
+  std::uint64_t pagesMoved = 0;  // filled in by the engine after placement
+};
+
+// Which Linux CPUs each app (and the BE pool) may run on.
+struct Assignment {
+  bool exclusive = true;  // false: sets may overlap (Default, AMS-like)
+  std::map<AppId, std::vector<int>> appCpus;
+  std::vector<int> beCpus;
+  std::map<AppId, int> residentStack;  // for static placement and replication
+  // Remote PIM cores: each gets one thread of its own, never context-switched (IV-E2).
+  std::map<AppId, std::vector<int>> dedicatedCpus;
+};
+
+}  // namespace pimcloud
