@@ -1,0 +1,93 @@
+"""PimBoard: gem5's x86 PC, with every memory range, CPU and NUMA table of a topology.
+
+It extends the stdlib X86Board (south bridge, IDE disk, serial console, MP table) and
+replaces what that board fixes: one memory range up to 3 GiB, its E820 map, and an
+XSDT without MADT or NUMA tables.  The SRAT/SLIT/HMAT bytes come from the topology
+model and are installed by the scons-extra PimAcpiTable object.
+"""
+
+from __future__ import annotations
+
+from gem5.components.boards.x86_board import X86Board
+from gem5.utils.override import overrides
+from m5.objects import (
+    AddrRange,
+    X86ACPIMadt,
+    X86ACPIMadtIntSourceOverride,
+    X86ACPIMadtIOAPIC,
+    X86ACPIMadtLAPIC,
+    X86E820Entry,
+)
+
+from ..topology import Topology, build_numa_tables, e820_entries, memory_ranges
+from .cache_hierarchy import PimCacheHierarchy
+from .memory import PimStackMemory
+from .processor import PimProcessor
+
+IO_APIC_ADDRESS = 0xFEC00000
+# ISA IRQs routed to I/O APIC pins, as gem5's x86 PC wires them (IRQ 0 -> pin 2).
+ISA_IRQ_TO_PIN = {0: 2, 1: 1, **{irq: irq for irq in range(3, 15)}}
+PCI_DEV4_INTA = (0, 4 << 2, 16)  # bus, source IRQ, I/O APIC pin of the IDE controller
+
+
+def acpi_table_objects(topology: Topology) -> list:  # type: ignore[type-arg]
+    """PimAcpiTable objects holding the SRAT, SLIT and HMAT bytes."""
+    try:
+        from m5.objects import PimAcpiTable
+    except ImportError:
+        raise RuntimeError(
+            "this gem5 lacks PimAcpiTable: build gem5.opt with "
+            "EXTRAS=<pimcloud>/scons-extra (see scons-extra/README.md)") from None
+    return [PimAcpiTable(table_signature=table.signature, table_bytes=list(table.data))
+            for table in build_numa_tables(topology)]
+
+
+class PimBoard(X86Board):
+    """A PIM server as one x86 full-system board.
+
+    :param topology: the server; ranges, CPUs and tables all come from it.
+    :param processor: its PimProcessor.
+    :param memory: its PimStackMemory.
+    :param cache_hierarchy: its PimCacheHierarchy.
+    :param clk_freq: the board (uncore, devices) clock.
+    """
+
+    def __init__(self, topology: Topology, processor: PimProcessor, memory: PimStackMemory,
+                 cache_hierarchy: PimCacheHierarchy, clk_freq: str = "2.4GHz") -> None:
+        self._topology = topology
+        super().__init__(clk_freq=clk_freq, processor=processor, memory=memory,
+                         cache_hierarchy=cache_hierarchy)
+
+    @overrides(X86Board)
+    def _setup_memory_ranges(self) -> None:
+        ranges = [AddrRange(r.start, size=r.size) for r in memory_ranges(self._topology)]
+        self.get_memory().set_memory_range(ranges)
+        # As X86Board: the first MiB of the hole is decoded for legacy I/O.
+        self.mem_ranges = [*ranges, AddrRange(0xC0000000, size=0x100000)]
+
+    @overrides(X86Board)
+    def _setup_io_devices(self) -> None:
+        super()._setup_io_devices()
+        self.workload.e820_table.entries = [
+            X86E820Entry(addr=e.start, size=f"{e.size}B", range_type=e.kind)
+            for e in e820_entries(self._topology)
+        ]
+        cpu_count = self.get_processor().get_num_cores()
+        records = [X86ACPIMadtLAPIC(acpi_processor_id=i, apic_id=i, flags=1)
+                   for i in range(cpu_count)]
+        io_apic_id = self.pc.south_bridge.io_apic.apic_id
+        records.append(X86ACPIMadtIOAPIC(id=io_apic_id, address=IO_APIC_ADDRESS, int_base=0))
+        bus, irq, pin = PCI_DEV4_INTA
+        records.append(X86ACPIMadtIntSourceOverride(bus_source=bus, irq_source=irq,
+                                                    sys_int=pin, flags=0))
+        records += [X86ACPIMadtIntSourceOverride(bus_source=1, irq_source=isa_irq,
+                                                 sys_int=isa_pin, flags=0)
+                    for isa_irq, isa_pin in ISA_IRQ_TO_PIN.items()]
+        madt = X86ACPIMadt(local_apic_address=0, records=records, oem_id="madt")
+        tables = [madt, *acpi_table_objects(self._topology)]
+        pointer = self.workload.acpi_description_table_pointer
+        pointer.oem_id = "gem5"
+        pointer.xsdt.oem_id = "gem5"
+        pointer.xsdt.entries = tables
+        pointer.rsdt.oem_id = "gem5"
+        pointer.rsdt.entries = tables
