@@ -16,7 +16,7 @@ from . import __version__
 FAMILIES = (
     "pimcloud.topology.cli",
     "pimcloud.guest.cli",
-    "pimcloud.components.cli",
+    "pimcloud.gem5_cli",
     "pimcloud.workloads.cli",
     "pimcloud.runs.cli",
     "pimcloud.analysis.cli",
