@@ -1,0 +1,247 @@
+"""The paper's figures as functions of metric frames (no file parsing here).
+
+Each function takes the small frames of :mod:`.metrics` and returns a matplotlib
+``Figure``; :func:`save_figure` writes it as PNG and SVG.  Figures are built on
+``matplotlib.figure.Figure`` directly, so nothing depends on pyplot's global state
+or a display.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LinearSegmentedColormap, Normalize
+from matplotlib.figure import Figure
+
+from ..atomic import atomic_write_bytes
+
+FORMATS = ("png", "svg")
+GREEN_RED = LinearSegmentedColormap.from_list("green_red", ["#1a9850", "#ffffbf", "#d73027"])
+
+
+def save_figure(figure: Figure, stem: str | Path, dpi: int = 130) -> list[Path]:
+    """Write ``stem.png`` and ``stem.svg`` atomically; returns the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in FORMATS:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=fmt, dpi=dpi, bbox_inches="tight")
+        path = stem.with_suffix("." + fmt)
+        atomic_write_bytes(path, buffer.getvalue())
+        paths.append(path)
+    return paths
+
+
+def _grid(count: int, width: float = 3.6, height: float = 2.8, columns: int = 3
+          ) -> tuple[Figure, np.ndarray]:
+    cols = max(1, min(columns, count))
+    rows = max(1, -(-count // cols))
+    figure = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = figure.subplots(rows, cols, squeeze=False).ravel()
+    for extra in axes[count:]:
+        extra.set_visible(False)
+    return figure, axes
+
+
+def latency_vs_load(
+    curves: pd.DataFrame,
+    max_loads: pd.DataFrame | None = None,
+    system: str = "system",
+    tail: str = "p99_ns",
+) -> Figure:
+    """Fig. 2: tail latency against load per app, one line per system (host, PIM...).
+
+    ``curves``: app, ``system``, rps, ``tail``, qos_ns.  ``max_loads`` (app,
+    ``system``, max_load) adds the vertical max-load lines.  QoS is the dashed line.
+    """
+    apps = sorted(curves["app"].unique())
+    figure, axes = _grid(len(apps))
+    for ax, app in zip(axes, apps, strict=False):
+        data = curves[curves["app"] == app]
+        for index, (name, line) in enumerate(data.groupby(system, sort=True)):
+            line = line.sort_values("rps")
+            color = f"C{index}"
+            ax.plot(line["rps"], line[tail] / 1e6, marker="o", ms=3, color=color,
+                    label=str(name))
+            if max_loads is not None:
+                hit = max_loads[(max_loads["app"] == app) & (max_loads[system] == name)]
+                for load in hit["max_load"]:
+                    if load > 0:
+                        ax.axvline(load, color=color, lw=0.8, ls=":")
+        if "qos_ns" in data.columns and data["qos_ns"].notna().any():
+            ax.axhline(data["qos_ns"].dropna().iloc[0] / 1e6, color="k", ls="--", lw=0.8,
+                       label="QoS")
+        ax.set_title(app)
+        ax.set_xlabel("load (RPS)")
+        ax.set_ylabel(f"{tail.removesuffix('_ns')} latency (ms)")
+        ax.legend(fontsize=7)
+    return figure
+
+
+def max_load_bars(frame: pd.DataFrame, group: str = "policy",
+                  value: str = "normalized_max_load") -> Figure:
+    """Fig. 3: max load per app under each placement policy (grouped bars)."""
+    table = frame.pivot_table(index="app", columns=group, values=value, observed=True)
+    figure = Figure(figsize=(max(5.0, 1.2 * len(table)), 3.0), layout="constrained")
+    ax = figure.subplots()
+    width = 0.8 / max(1, len(table.columns))
+    x = np.arange(len(table))
+    for i, column in enumerate(table.columns):
+        ax.bar(x + i * width, table[column].to_numpy(), width, label=str(column))
+    ax.set_xticks(x + width * (len(table.columns) - 1) / 2, table.index.astype(str))
+    ax.set_ylabel(value.replace("_", " "))
+    ax.axhline(1.0, color="k", lw=0.6)
+    ax.legend(fontsize=7, ncols=min(4, len(table.columns)))
+    return figure
+
+
+def colocation_curves(
+    frame: pd.DataFrame, stacked: Sequence[str] = ("PIMCloud-preference", "PIMCloud-core",
+                                                   "PIMCloud-memory"),
+) -> Figure:
+    """Fig. 7: max load of the second app (% of its max load) against the first's load.
+
+    ``frame``: mix, manager, x_pct, y_pct.  Managers in ``stacked`` are drawn as bars,
+    each stacked on the one before (their increments); the others as lines.
+    """
+    mixes = sorted(frame["mix"].unique())
+    figure, axes = _grid(len(mixes))
+    for ax, mix in zip(axes, mixes, strict=False):
+        data = frame[frame["mix"] == mix]
+        bottom: pd.Series | None = None
+        width = 0.8 * float(np.min(np.diff(np.unique(data["x_pct"])), initial=10.0))
+        for index, manager in enumerate(stacked):
+            part = data[data["manager"] == manager].set_index("x_pct")["y_pct"].sort_index()
+            if part.empty:
+                continue
+            base = bottom.reindex(part.index).fillna(0) if bottom is not None else part * 0
+            height = (part - base).clip(lower=0)
+            ax.bar(part.index, height, width, bottom=base, color=f"C{index + 4}",
+                   label=manager, alpha=0.8)
+            bottom = part if bottom is None else np.maximum(bottom.reindex(part.index).fillna(0),
+                                                            part)
+        for index, (manager, line) in enumerate(
+            data[~data["manager"].isin(stacked)].groupby("manager", sort=True)
+        ):
+            line = line.sort_values("x_pct")
+            ax.plot(line["x_pct"], line["y_pct"], marker="o", ms=3, color=f"C{index}",
+                    label=str(manager))
+        ax.set_title(str(mix))
+        ax.set_xlabel("load of app 1 (% of max load)")
+        ax.set_ylabel("max load of app 2 (%)")
+        ax.legend(fontsize=6)
+    return figure
+
+
+def colocation_heatmap(frame: pd.DataFrame) -> Figure:
+    """Fig. 8: the third app's max load (%) for each load of the first two, per manager.
+
+    ``frame``: manager, x_pct, y_pct, z_pct (NaN where QoS cannot be met: a cross).
+    """
+    managers = sorted(frame["manager"].unique())
+    figure, axes = _grid(len(managers), width=3.4, height=3.0)
+    norm = Normalize(0, max(100.0, float(np.nanmax(frame["z_pct"].to_numpy(), initial=0))))
+    image = None
+    for ax, manager in zip(axes, managers, strict=False):
+        table = frame[frame["manager"] == manager].pivot_table(
+            index="y_pct", columns="x_pct", values="z_pct", dropna=False)
+        values = table.to_numpy(dtype=float)
+        image = ax.imshow(values, origin="lower", cmap="viridis", norm=norm, aspect="auto")
+        for (row, col), z in np.ndenumerate(values):
+            if np.isnan(z):
+                ax.text(col, row, "x", ha="center", va="center", color="k", fontsize=8)
+        ax.set_xticks(range(len(table.columns)), [f"{c:g}" for c in table.columns], fontsize=6)
+        ax.set_yticks(range(len(table.index)), [f"{r:g}" for r in table.index], fontsize=6)
+        ax.set_title(str(manager))
+        ax.set_xlabel("app 1 load (%)")
+        ax.set_ylabel("app 2 load (%)")
+    if image is not None:
+        figure.colorbar(image, ax=list(axes[: len(managers)]), label="app 3 max load (%)")
+    return figure
+
+
+def be_throughput(frame: pd.DataFrame, x: str = "x_pct", value: str = "throughput") -> Figure:
+    """Fig. 9: best-effort throughput against the first LC app's load, per manager."""
+    figure = Figure(figsize=(5.0, 3.0), layout="constrained")
+    ax = figure.subplots()
+    for index, (manager, line) in enumerate(frame.groupby("manager", sort=True)):
+        line = line.sort_values(x)
+        ax.plot(line[x], line[value], marker="o", ms=3, color=f"C{index}", label=str(manager))
+    ax.set_xlabel("load of LC app 1 (% of max load)")
+    ax.set_ylabel("BE throughput")
+    ax.legend(fontsize=7)
+    return figure
+
+
+def convergence_cdf(frame: pd.DataFrame, group: str = "group") -> Figure:
+    """Fig. 10: CDF of convergence time, one curve per group (2-app, 3-app...)."""
+    figure = Figure(figsize=(5.0, 3.0), layout="constrained")
+    ax = figure.subplots()
+    for index, (name, data) in enumerate(frame.groupby(group, sort=True)):
+        times = np.sort(data["convergence_s"].to_numpy(dtype=float))
+        ax.step(np.concatenate([[0.0], times]), np.linspace(0, 1, len(times) + 1),
+                where="post", color=f"C{index}", label=str(name))
+    ax.set_xlabel("convergence time (s)")
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7)
+    return figure
+
+
+def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
+             qos_ns: Mapping[str, float] | None = None, tail: str = "p99_ns") -> Figure:
+    """Fig. 11: tail latency over QoS per monitoring window, and cores held, over time.
+
+    ``windows``: app, t_s, ``tail`` (from :func:`metrics.windowed_percentiles`);
+    ``cores``: app, t_s, cores (from :func:`metrics.core_timeline`).
+    """
+    figure = Figure(figsize=(7.0, 4.5), layout="constrained")
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    for index, (app, data) in enumerate(windows.groupby("app", sort=True)):
+        scale = qos_ns.get(str(app)) if qos_ns else None
+        y = data[tail] / scale if scale else data[tail] / 1e6
+        top.plot(data["t_s"], y, color=f"C{index}", label=str(app))
+    top.set_ylabel("p99 / QoS" if qos_ns else "p99 (ms)")
+    if qos_ns:
+        top.axhline(1.0, color="k", ls="--", lw=0.8)
+    top.legend(fontsize=7)
+    if cores is not None and len(cores):
+        end = float(windows["t_s"].max()) if len(windows) else float(cores["t_s"].max())
+        for index, (app, data) in enumerate(cores.groupby("app", sort=True)):
+            data = data.sort_values("t_s")
+            xs = np.concatenate([data["t_s"].to_numpy(), [max(end, data["t_s"].max())]])
+            ys = np.concatenate([data["cores"].to_numpy(), [data["cores"].iloc[-1]]])
+            bottom.step(xs, ys, where="post", color=f"C{index}", label=str(app))
+        bottom.legend(fontsize=7)
+    bottom.set_ylabel("cores")
+    bottom.set_xlabel("time (s)")
+    return figure
+
+
+def table_iii_figure(table: pd.DataFrame) -> Figure:
+    """Table III as a colour table: tail latency / QoS (green below 1, red above) and
+    normalised max load (green above 1, red below), architectures as rows."""
+    metrics_ = list(dict.fromkeys(table.columns.get_level_values(0)))
+    figure = Figure(figsize=(2.0 + 1.1 * table.shape[1], 0.9 + 0.35 * len(table)),
+                    layout="constrained")
+    axes = figure.subplots(1, len(metrics_), squeeze=False).ravel()
+    for ax, metric in zip(axes, metrics_, strict=True):
+        part = table[metric]
+        values = part.to_numpy(dtype=float)
+        # Both metrics are good on one side of 1; colour by distance from 1 on a log scale.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            badness = np.log2(values) if metric == "tail_over_qos" else -np.log2(values)
+        ax.imshow(np.clip(badness, -1, 1), cmap=GREEN_RED, vmin=-1, vmax=1, aspect="auto")
+        for (row, col), v in np.ndenumerate(values):
+            ax.text(col, row, "-" if np.isnan(v) else f"{v:.2f}", ha="center", va="center",
+                    fontsize=7)
+        ax.set_xticks(range(part.shape[1]), [str(c) for c in part.columns], rotation=45,
+                      fontsize=7, ha="right")
+        ax.set_yticks(range(len(part)), [str(i) for i in part.index], fontsize=7)
+        ax.set_title(metric.replace("_", " "), fontsize=8)
+    return figure

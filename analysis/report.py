@@ -1,0 +1,328 @@
+"""An HTML report of a campaign: the metrics that its sweep axes allow, as tables and figures.
+
+The report reads the campaign once (:func:`campaign.load_campaign`), computes metric
+frames (:mod:`.metrics`, :mod:`.memlat`), draws figures from them (:mod:`.figures`)
+and writes ``index.html`` beside ``figures/*.png|svg`` and ``tables/*.csv``.
+
+Sweep axes it understands in ``run.json`` (others are shown, not used):
+``app`` (one LC app) or ``apps`` (a mix); ``rps`` (a number, or ``{app: rps}`` for a
+mix); ``qos_ns`` (a number or ``{app: ns}``); ``system`` / ``arch`` / ``placement`` /
+``manager`` (what a curve or bar is drawn per); ``mix`` (a mix's name).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..atomic import atomic_write_text
+from . import figures, memlat, metrics
+from .campaign import Campaign, load_campaign
+
+SYSTEM_AXES = ("system", "arch", "placement", "manager")
+TIMELINE_RUNS = 4  # Fig. 11 panels drawn at most
+
+
+@dataclass
+class Section:
+    title: str
+    text: str = ""
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)  # caption, stem
+
+
+def offered_loads(campaign: Campaign) -> pd.DataFrame:
+    """One row per run and LC app: the offered ``rps`` from run.json, else the achieved
+    rate of its requests."""
+    pairs = campaign.requests[["run_id", "app"]].drop_duplicates()
+    runs = campaign.runs.set_index("run_id")
+    rows = []
+    for run_id, app in pairs.itertuples(index=False):
+        rps = runs.loc[run_id].get("rps") if "rps" in runs.columns else None
+        if isinstance(rps, Mapping):
+            rps = rps.get(app)
+        rows.append({"run_id": run_id, "app": app,
+                     "rps": float(rps) if _is_number(rps) else np.nan})
+    loads = pd.DataFrame(rows, columns=["run_id", "app", "rps"])
+    if loads["rps"].isna().any() and "scheduled_ns" in campaign.requests.columns:
+        have = campaign.requests.dropna(subset=["scheduled_ns"])
+        if len(have):
+            achieved = metrics.achieved_rps(have)
+            loads = loads.merge(achieved, on=["run_id", "app"], how="left")
+            loads["rps"] = loads["rps"].fillna(loads.pop("achieved_rps"))
+    return loads
+
+
+def qos_targets(campaign: Campaign, given: Mapping[str, float] | None) -> dict[str, float]:
+    """QoS per app in ns: given ones win over run.json's ``qos_ns``."""
+    targets: dict[str, float] = {}
+    if "qos_ns" in campaign.runs.columns:
+        for run in campaign.runs.itertuples(index=False):
+            qos = run.qos_ns
+            apps = _apps_of(run._asdict())
+            if isinstance(qos, Mapping):
+                targets.update({str(k): float(v) for k, v in qos.items()})
+            elif _is_number(qos):
+                targets.update(dict.fromkeys(apps, float(qos)))
+    targets.update(given or {})
+    return targets
+
+
+def _apps_of(record: Mapping[str, Any]) -> list[str]:
+    if isinstance(record.get("apps"), list):
+        return [str(a) for a in record["apps"]]
+    if isinstance(record.get("app"), str):
+        return [record["app"]]
+    return []
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _hashable_axes(campaign: Campaign) -> list[str]:
+    out = []
+    for axis in campaign.axes:
+        values = campaign.runs[axis]
+        if values.map(lambda v: isinstance(v, list | dict)).any():
+            continue
+        out.append(axis)
+    return out
+
+
+def build_report(
+    campaign_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    qos_ns: Mapping[str, float] | None = None,
+    c_cache_cycles: float = 40.0,
+) -> Path:
+    """Write the report of ``campaign_dir`` into ``out_dir`` (default CAMPAIGN/report);
+    returns the path of index.html."""
+    campaign = load_campaign(campaign_dir)
+    out = Path(out_dir) if out_dir is not None else campaign.root / "report"
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    sections = list(_sections(campaign, qos_targets(campaign, qos_ns), out, c_cache_cycles))
+    page = _html(campaign, sections)
+    index = out / "index.html"
+    atomic_write_text(index, page)
+    for section in sections:
+        for name, table in section.tables:
+            atomic_write_text(out / "tables" / f"{_slug(name)}.csv", table.to_csv(index=False))
+    return index
+
+
+def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float):
+    axes = _hashable_axes(campaign)
+    runs = campaign.runs.drop(columns=["run_dir"])
+    yield Section("Runs", f"{len(runs)} runs below {campaign.root}.", [("runs", runs)])
+
+    if campaign.requests.empty:
+        yield Section("Latency", "No latency records (lats.bin or requests tables) found.")
+    else:
+        percentiles = metrics.latency_percentiles(campaign.requests)
+        loads = offered_loads(campaign)
+        table = percentiles.merge(loads, on=["run_id", "app"], how="left")
+        table = table.merge(campaign.runs[["run_id", *[a for a in axes if a not in
+                                                         ("app", "rps")]]],
+                            on="run_id", how="left")
+        table["qos_ns"] = table["app"].map(qos)
+        table["meets_qos"] = table["p99_ns"] <= table["qos_ns"]
+        yield Section("Tail latency per run", "Sojourn time percentiles (ns) per run and app.",
+                      [("latency per run", table)])
+        yield from _load_sections(campaign, table, axes, qos, out)
+        yield from _mix_sections(campaign, table, axes, qos, out)
+        yield from _timeline_sections(campaign, qos, out)
+
+    if not campaign.decisions.empty:
+        group = "manager" if "manager" in axes else None
+        conv = metrics.convergence_time(campaign.decisions)
+        mig = metrics.migrations_per_second(campaign.decisions)
+        joined = conv.merge(mig, on="run_id").merge(campaign.runs[["run_id", *axes]],
+                                                    on="run_id", how="left")
+        section = Section("Manager decisions", "Convergence time and page migrations per run.",
+                          [("decisions per run", joined)])
+        joined = joined.assign(group=joined[group] if group else "all")
+        section.figures.append(("Convergence time CDF (Fig. 10 form)",
+                                _save(figures.convergence_cdf(joined), out, "convergence")))
+        yield section
+
+    if not campaign.progress.empty:
+        thr = metrics.be_throughput(campaign.progress).merge(
+            campaign.runs[["run_id", *axes]], on="run_id", how="left")
+        yield Section("Best-effort throughput", "Work units per second.", [("be throughput", thr)])
+
+    if not campaign.stats.empty:
+        yield _stats_section(campaign, c_cache)
+
+    if campaign.problems:
+        text = "<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in campaign.problems) + \
+            "</ul>"
+        yield Section("Problems found while reading", text)
+
+
+def _load_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
+                   qos: dict[str, float], out: Path):
+    single = table.groupby("run_id")["app"].transform("count") == 1
+    curves = table[single & table["rps"].notna()].copy()
+    if curves.empty or curves.groupby("app")["rps"].nunique().max() < 2:
+        return
+    system = next((a for a in SYSTEM_AXES if a in axes and curves[a].nunique() > 1), None)
+    curves["system"] = curves[system].astype(str) if system else "all"
+    section = Section("Latency against load",
+                      f"One curve per {system or 'app'}; QoS lines from the run records.")
+    with_qos = curves[curves["qos_ns"].notna()]
+    max_loads = None
+    if len(with_qos):
+        max_loads = metrics.max_load_under_qos(with_qos, "qos_ns", by=["app", "system"])
+        section.tables.append(("max load under QoS", max_loads))
+    section.figures.append(("Tail latency against load (Fig. 2 form)",
+                            _save(figures.latency_vs_load(curves, max_loads), out, "latency")))
+    if max_loads is not None and system in ("placement", "system"):
+        best = max_loads.groupby("app")["max_load"].transform("max").replace(0, np.nan)
+        bars = max_loads.assign(policy=max_loads["system"],
+                                normalized_max_load=max_loads["max_load"] / best)
+        section.figures.append(("Max load per policy, normalised to the best (Fig. 3 form)",
+                                _save(figures.max_load_bars(bars), out, "max_load")))
+    if "arch" in axes and len(with_qos) and with_qos["arch"].nunique() > 1:
+        baseline = sorted(with_qos["arch"].unique(), key=str)[0]
+        iii = metrics.table_iii(with_qos, "qos_ns", baseline_arch=baseline)
+        flat = iii.copy()
+        flat.columns = [f"{m} {a}" for m, a in flat.columns]
+        section.tables.append((f"Table III (max load normalised to {baseline})",
+                               flat.reset_index()))
+        section.figures.append(("Table III", _save(figures.table_iii_figure(iii), out,
+                                                   "table_iii")))
+    yield section
+
+
+def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
+                  qos: dict[str, float], out: Path):
+    counts = table.groupby("run_id")["app"].transform("count")
+    mixes = table[counts > 1]
+    alone = table[counts == 1]
+    if mixes.empty or alone.empty or not qos:
+        return
+    max_alone = metrics.max_load_under_qos(alone[alone["qos_ns"].notna()], "qos_ns",
+                                           by=["app"])
+    known = set(max_alone.loc[max_alone["max_load"] > 0, "app"])
+    mixes = mixes[mixes.groupby("run_id")["app"].transform(lambda a: set(a) <= known)]
+    if mixes.empty:
+        return
+    emu = metrics.effective_machine_utilization(mixes.fillna({"meets_qos": False}),
+                                                max_alone)
+    emu = emu.merge(campaign.runs[["run_id", *axes]], on="run_id", how="left")
+    section = Section("Colocation", "Effective machine utilisation: the sum over a mix's LC "
+                      "apps of load as a fraction of each app's max load alone; it counts "
+                      "only when every app meets QoS.", [("EMU per run", emu)])
+    group = [a for a in ("mix", "manager") if a in axes]
+    if group:
+        section.tables.append(("best EMU under QoS", metrics.best_emu(emu, by=group)))
+    yield section
+
+
+def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path):
+    if "end_ns" not in campaign.requests.columns:
+        return
+    timed = campaign.requests.dropna(subset=["end_ns"])
+    run_ids = [r for r in campaign.runs["run_id"] if r in set(timed["run_id"])]
+    with_log = set(campaign.decisions["run_id"]) if not campaign.decisions.empty else set()
+    chosen = [r for r in run_ids if r in with_log][:TIMELINE_RUNS] or run_ids[:1]
+    if not chosen:
+        return
+    section = Section("Timelines", "p99 per 100 ms monitoring window and cores held "
+                      "(Fig. 11 form).")
+    for run_id in chosen:
+        windows = metrics.windowed_percentiles(timed[timed["run_id"] == run_id])
+        cores = None
+        if run_id in with_log:
+            cores = metrics.core_timeline(campaign.decisions[campaign.decisions["run_id"]
+                                                              == run_id])
+        figure = figures.timeline(windows, cores, qos_ns=qos or None)
+        section.figures.append((f"run {run_id}", _save(figure, out, f"timeline_{run_id}")))
+    yield section
+
+
+def _stats_section(campaign: Campaign, c_cache: float) -> Section:
+    stats = campaign.stats
+    per_dump = stats.drop_duplicates(["run_id", "dump"])
+    dumps = per_dump.groupby("run_id", observed=True).agg(
+        dumps=("dump", "size"), simulated_s=("sim_seconds", "sum"))
+    dumps["rows"] = stats.groupby("run_id", observed=True).size()
+    section = Section("gem5 statistics", "", [("stats per run", dumps.reset_index())])
+    target = memlat.memory_latency_by_target(stats)
+    if len(target):
+        mean = target.groupby(["run_id", "target", "requester"], observed=True).agg(
+            accesses=("accesses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
+        section.tables.append(("memory read latency by requester and target", mean))
+    names = stats["stat"].astype(str)
+    caches = sorted({n.rsplit(".", 1)[0] for n in names.unique()
+                     if n.endswith(".demandMissLatency")})
+    estimates = []
+    for cache in caches:
+        try:
+            estimates.append(memlat.miss_latency_by_requester(stats, cache, c_cache))
+        except ValueError:
+            continue
+    if estimates:
+        est = pd.concat(estimates).groupby(["run_id", "cache", "requester"], observed=True)[
+            "latency_ns"].mean().reset_index()
+        section.tables.append((f"estimated memory latency (seed 003, c_cache={c_cache:g} "
+                               "cycles)", est))
+    return section
+
+
+def _save(figure: Any, out: Path, name: str) -> str:
+    stem = out / "figures" / _slug(name)
+    figures.save_figure(figure, stem)
+    return f"figures/{stem.name}"
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+th { background: #f3f3f3; } figure { margin: 1em 0; } img { max-width: 100%; }
+figcaption { font-size: 0.85em; color: #555; } .caption { font-weight: 600; margin-top: 1em; }
+"""
+
+
+def _html(campaign: Campaign, sections: list[Section]) -> str:
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>pimcloud report: {html.escape(campaign.root.name)}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>pimcloud report: {html.escape(str(campaign.root))}</h1>",
+        "<ul>" + "".join(f"<li><a href='#{_slug(s.title)}'>{html.escape(s.title)}</a></li>"
+                         for s in sections) + "</ul>",
+    ]
+    for section in sections:
+        parts.append(f"<h2 id='{_slug(section.title)}'>{html.escape(section.title)}</h2>")
+        if section.text:
+            parts.append(section.text if section.text.startswith("<") else
+                         f"<p>{html.escape(section.text)}</p>")
+        for caption, stem in section.figures:
+            parts.append(
+                f"<figure><img src='{stem}.png' alt='{html.escape(caption)}'>"
+                f"<figcaption>{html.escape(caption)} (<a href='{stem}.svg'>SVG</a>)"
+                "</figcaption></figure>"
+            )
+        for name, table in section.tables:
+            parts.append(f"<div class='caption'>{html.escape(name)} "
+                         f"(<a href='tables/{_slug(name)}.csv'>CSV</a>)</div>")
+            parts.append(table.to_html(index=False, float_format=lambda v: f"{v:.4g}",
+                                       na_rep="", border=0))
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,77 @@
+"""The report and figures on a synthetic campaign folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pimcloud.analysis import figures, metrics
+from pimcloud.analysis.campaign import load_campaign
+from pimcloud.analysis.report import build_report, offered_loads, qos_targets
+
+
+def test_offered_loads_and_qos(demo_campaign: Path) -> None:
+    campaign = load_campaign(demo_campaign, with_stats=False)
+    loads = offered_loads(campaign).set_index(["run_id", "app"])["rps"]
+    assert loads[("sphinx-host-600", "sphinx")] == 600
+    assert loads[("mix-pimcloud-0.2", "imgdnn")] == pytest.approx(1600 * 0.5)
+    assert qos_targets(campaign, {"sphinx": 1.0}) == {"sphinx": 1.0, "imgdnn": 3_000_000}
+
+
+def test_knee_follows_the_service_rate(demo_campaign: Path) -> None:
+    """A faster core sustains more load under the same QoS, as the queue says it must."""
+    campaign = load_campaign(demo_campaign, with_stats=False)
+    table = metrics.latency_percentiles(campaign.requests).merge(
+        offered_loads(campaign), on=["run_id", "app"])
+    table = table.merge(campaign.runs[["run_id", "system"]], on="run_id")
+    single = table.dropna(subset=["system"])
+    loads = metrics.max_load_under_qos(single, {"sphinx": 5e6, "imgdnn": 3e6},
+                                       by=["app", "system"], contiguous=True)
+    loads = loads.set_index(["app", "system"])["max_load"]
+    assert loads[("sphinx", "pim")] > loads[("sphinx", "host")]
+    assert loads[("imgdnn", "host")] > loads[("imgdnn", "pim")]
+
+
+def test_report_writes_html_figures_and_tables(demo_campaign: Path, tmp_path: Path) -> None:
+    index = build_report(demo_campaign, tmp_path / "report")
+    page = index.read_text()
+    for title in ("Runs", "Latency against load", "Colocation", "Timelines",
+                  "Manager decisions", "Best-effort throughput", "gem5 statistics"):
+        assert f">{title}</h2>" in page, title
+    images = re.findall(r"src='([^']+\.png)'", page)
+    assert len(images) >= 4
+    for image in images:
+        png = tmp_path / "report" / image
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png.with_suffix(".svg").read_text().lstrip().startswith("<?xml")
+    max_load = pd.read_csv(tmp_path / "report" / "tables" / "max_load_under_qos.csv")
+    assert set(max_load["system"]) == {"host", "pim"}
+    emu = pd.read_csv(tmp_path / "report" / "tables" / "emu_per_run.csv")
+    assert len(emu) == 4
+    assert "memory read latency by requester and target" in page
+
+
+def test_every_figure_draws(tmp_path: Path) -> None:
+    fig7 = pd.DataFrame({
+        "mix": "a+b", "manager": ["Default"] * 3 + ["PIMCloud-preference"] * 3
+        + ["PIMCloud-core"] * 3, "x_pct": [10, 50, 90] * 3,
+        "y_pct": [80, 50, 10, 85, 60, 20, 95, 70, 30]})
+    fig8 = pd.DataFrame({"manager": "PIMCloud", "x_pct": [10, 10, 50, 50],
+                         "y_pct": [10, 50, 10, 50], "z_pct": [90, 40, 50, float("nan")]})
+    fig9 = pd.DataFrame({"manager": ["A", "A", "B", "B"], "x_pct": [10, 50, 10, 50],
+                         "throughput": [1.0, 0.5, 1.2, 0.9]})
+    table = metrics.table_iii(pd.DataFrame({
+        "arch": ["a1", "a1", "a2", "a2"], "app": "x", "rps": [1, 2, 1, 2],
+        "p99_ns": [1, 2, 0.5, 3]}), 2.5, baseline_arch="a1")
+    drawn = [
+        figures.colocation_curves(fig7), figures.colocation_heatmap(fig8),
+        figures.be_throughput(fig9), figures.table_iii_figure(table),
+        figures.max_load_bars(pd.DataFrame({"app": ["x", "x"], "policy": ["FT", "CC"],
+                                            "normalized_max_load": [0.8, 1.0]})),
+    ]
+    for i, figure in enumerate(drawn):
+        paths = figures.save_figure(figure, tmp_path / f"f{i}")
+        assert [p.suffix for p in paths] == [".png", ".svg"]
+        assert all(p.stat().st_size > 1000 for p in paths)
