@@ -1,0 +1,199 @@
+// PimLinkRouter: the requester-aware memory-side router of the PIM server.
+//
+// gem5's classic memory system routes below the point of coherence by address only,
+// so a PIM core reaching its own stack and the host reaching that stack would see
+// the same latency. This router sits between the membus and the memory owners and
+// knows both ends of every access: the source location from the requestor id, the
+// target location from the address. Each access pays the route's link latencies and
+// is serialised on each link at its bandwidth, both ways. The arithmetic lives in
+// link_model.hh; this class only holds and moves packets (like gem5's Bridge).
+#ifndef PIMCLOUD_PIM_LINK_ROUTER_HH
+#define PIMCLOUD_PIM_LINK_ROUTER_HH
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/addr_range_map.hh"
+#include "base/statistics.hh"
+#include "mem/packet.hh"
+#include "mem/port.hh"
+#include "params/PimLinkRouter.hh"
+#include "pimcloud/link_model.hh"
+#include "sim/eventq.hh"
+#include "sim/sim_object.hh"
+
+namespace gem5
+{
+
+class System;
+
+class PimLinkRouter : public SimObject
+{
+  public:
+    PARAMS(PimLinkRouter);
+    explicit PimLinkRouter(const Params &p);
+
+    Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
+    void init() override;
+
+  private:
+    // A packet waiting in the router until it has crossed its links.
+    struct Deferred
+    {
+        Tick ready;
+        PacketPtr pkt;
+    };
+
+    // Packets in order of ready tick; equal ticks keep arrival order, so packets
+    // on one route never overtake each other.
+    class TimedQueue
+    {
+      public:
+        void insert(PacketPtr pkt, Tick ready);
+        bool empty() const { return packets.empty(); }
+        std::size_t size() const { return packets.size(); }
+        const Deferred &front() const { return packets.front(); }
+        void popFront() { packets.pop_front(); }
+        bool trySatisfyFunctional(PacketPtr pkt) const;
+
+      private:
+        std::deque<Deferred> packets;
+    };
+
+    class MemSidePort;
+
+    class CpuSidePort : public ResponsePort
+    {
+      public:
+        CpuSidePort(const std::string &name, PimLinkRouter &router);
+
+        void schedTimingResp(PacketPtr pkt, Tick ready);
+        // Tell the membus to resend the request we refused, if any.
+        void retryStalledReq();
+        bool trySatisfyFunctional(PacketPtr pkt) const;
+
+      protected:
+        bool recvTimingReq(PacketPtr pkt) override;
+        void recvRespRetry() override;
+        Tick recvAtomic(PacketPtr pkt) override;
+        Tick recvAtomicBackdoor(PacketPtr pkt, MemBackdoorPtr &backdoor) override;
+        void recvFunctional(PacketPtr pkt) override;
+        void recvMemBackdoorReq(const MemBackdoorReq &req,
+                                MemBackdoorPtr &backdoor) override;
+        AddrRangeList getAddrRanges() const override;
+
+      private:
+        PimLinkRouter &router;
+        TimedQueue responses;
+        bool waitingForRespRetry = false;
+        bool mustSendRetryReq = false;
+        EventFunctionWrapper sendEvent;
+
+        void trySendTiming();
+        void scheduleSend();
+
+        friend class PimLinkRouter;
+    };
+
+    class MemSidePort : public RequestPort
+    {
+      public:
+        MemSidePort(const std::string &name, PimLinkRouter &router, PortID id);
+
+        void schedTimingReq(PacketPtr pkt, Tick ready);
+        bool full() const;
+        bool trySatisfyFunctional(PacketPtr pkt) const;
+
+      protected:
+        bool recvTimingResp(PacketPtr pkt) override;
+        void recvReqRetry() override;
+        void recvRangeChange() override;
+
+      private:
+        PimLinkRouter &router;
+        const PortID id;
+        TimedQueue requests;
+        bool waitingForReqRetry = false;
+        EventFunctionWrapper sendEvent;
+
+        void trySendTiming();
+        void scheduleSend();
+    };
+
+    struct LinkStats : public statistics::Group
+    {
+        LinkStats(statistics::Group *parent, unsigned id, const ::pimcloud::LinkSpec &spec);
+        void regStats() override;
+
+        statistics::Scalar packets;
+        statistics::Scalar bytes;
+        statistics::Scalar queueingDelay;
+        statistics::Formula avgQueueingDelay;
+        statistics::Histogram queueingDelayDist;
+        statistics::Scalar busyTicks;
+        statistics::Formula utilisation;
+    };
+
+    struct RouterStats : public statistics::Group
+    {
+        RouterStats(PimLinkRouter &router);
+        void regStats() override;
+
+        PimLinkRouter &router;
+        statistics::Vector pairRequests;
+        statistics::Vector pairReqLatency;
+        statistics::Vector pairResponses;
+        statistics::Vector pairRespLatency;
+        statistics::Formula pairAvgReqLatency;
+        statistics::Formula pairAvgRespLatency;
+        statistics::Formula pairAvgLatency;
+        statistics::Scalar passThrough;
+        statistics::Scalar refusedRequests;
+    };
+
+    System *system;
+    const unsigned numLocations;
+    const std::vector<unsigned> targetLocations;
+    const unsigned headerBytes;
+    const unsigned reqQueueSize;
+    const unsigned respQueueSize;
+
+    ::pimcloud::LinkModel model;
+    ::pimcloud::RequestorMap requestorMap;
+    // Location of each requestor id once looked up; -1 = not yet.
+    std::vector<int> requestorLocation;
+
+    CpuSidePort cpuSide;
+    std::vector<std::unique_ptr<MemSidePort>> memSide;
+    AddrRangeMap<PortID, 3> portMap;
+    bool rangesKnown = false;
+    unsigned outstandingResponses = 0;
+
+    RouterStats stats;
+    std::vector<std::unique_ptr<LinkStats>> linkStats;
+
+    static ::pimcloud::LinkModel buildModel(const Params &p);
+    static ::pimcloud::RequestorMap buildRequestorMap(const Params &p);
+
+    unsigned sourceLocation(const PacketPtr pkt);
+    PortID findPort(const AddrRange &range, const PacketPtr pkt) const;
+    void rebuildPortMap();
+
+    // Packets that take no link time: maintenance and express snoops.
+    static bool passesThrough(const PacketPtr pkt);
+    // Bytes a packet puts on a link: header, plus its data when it carries some.
+    uint64_t wireBytes(const PacketPtr pkt) const;
+    // Reserve the links from `from` to `to` for `pkt` entering at `enter`.
+    Tick crossLinks(unsigned from, unsigned to, const PacketPtr pkt, Tick enter);
+
+    bool handleTimingReq(PacketPtr pkt);
+    void handleTimingResp(PortID port, PacketPtr pkt);
+    void reqSent();
+    void respSent();
+};
+
+} // namespace gem5
+
+#endif // PIMCLOUD_PIM_LINK_ROUTER_HH
