@@ -247,8 +247,10 @@ class RunResult:
     nodes: list[dict[str, object]] = field(default_factory=list)
     clocksource: str | None = None
     numa_balancing: str | None = None
+    cgroup_controllers: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     console_tail: str = ""
 
     @property
@@ -424,7 +426,9 @@ def run_scenario(topology_name: str, scenario_path: Path, *, kernel: Path | None
         command=command, qemu_exit_code=qemu_code, scenario_exit=report.scenario_exit,
         fail_code=report.fail_code, started=started, times=times,
         nodes=[asdict(node) for node in report.nodes], clocksource=report.clocksource,
-        numa_balancing=report.numa_balancing, results=results, problems=problems,
+        numa_balancing=report.numa_balancing,
+        cgroup_controllers=list(report.cgroup_controllers), results=results, problems=problems,
+        warnings=list(report.init_warnings),
         console_tail=_tail(text))
     if report.panic:
         result.problems.insert(0, report.panic)

@@ -140,11 +140,13 @@ class ConsoleReport:
     clocksource: str | None = None
     available_clocksources: tuple[str, ...] = ()
     numa_balancing: str | None = None
+    cgroup_controllers: tuple[str, ...] = ()
     scenario_exit: int | None = None
     fail_code: int | None = None
     m5_exit: bool = False
     panic: str | None = None
     init_errors: list[str] = field(default_factory=list)
+    init_warnings: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     file_errors: list[str] = field(default_factory=list)
 
@@ -204,6 +206,9 @@ def parse_console(text: str) -> ConsoleReport:
                 filter(None, values.get("available", "").split(",")))
         elif word == "pimcloud-sysctl":
             report.numa_balancing = values.get("numa_balancing")
+        elif word == "pimcloud-cgroup":
+            report.cgroup_controllers = tuple(
+                filter(None, values.get("controllers", "").split(",")))
         elif word == "pimcloud-ready":
             report.uptime_at_ready_s = _uptime(line)
         elif word == "pimcloud-scenario-begin":
@@ -219,6 +224,8 @@ def parse_console(text: str) -> ConsoleReport:
             report.fail_code = int(values.get("code", "1"))
         elif word == "pimcloud-init-error":
             report.init_errors.append(line.removeprefix("pimcloud-init-error").strip())
+        elif word == "pimcloud-init-warning":
+            report.init_warnings.append(line.removeprefix("pimcloud-init-warning").strip())
         elif word == "pimcloud-file-begin":
             fields = line.split()
             if len(fields) == 3 and fields[2].isdigit():

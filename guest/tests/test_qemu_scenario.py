@@ -114,6 +114,8 @@ pimcloud-node 0 cpus=0-3 present_kib=0 memtotal_kib=0 distance=10,12,12
 [    7.7] random: crng init done
 pimcloud-node 1 cpus=4-11 present_kib=1048184 memtotal_kib=983720 distance=12,10,12
 pimcloud-clocksource tsc available=tsc,hpet,acpi_pm
+pimcloud-cgroup controllers=cpuset,cpu,memory
+pimcloud-init-warning cannot mount tmpfs on /run
 pimcloud-ready uptime_s=8.03
 pimcloud-scenario-begin uptime_s=8.12
 pimcloud-scenario-exit 3 uptime_s=9.5
@@ -135,6 +137,8 @@ def test_console_lines_are_parsed() -> None:
     assert report.clocksource == "tsc"
     assert report.available_clocksources == ("tsc", "hpet", "acpi_pm")
     assert report.numa_balancing == "0"
+    assert report.cgroup_controllers == ("cpuset", "cpu", "memory")
+    assert report.init_warnings == ["cannot mount tmpfs on /run"]
     assert report.scenario_exit == 3
     assert report.uptime_at_exit_s == pytest.approx(10.25)
     assert report.m5_exit
