@@ -74,8 +74,10 @@ def latency_vs_load(
                     if load > 0:
                         ax.axvline(load, color=color, lw=0.8, ls=":")
         if "qos_ns" in data.columns and data["qos_ns"].notna().any():
-            ax.axhline(data["qos_ns"].dropna().iloc[0] / 1e6, color="k", ls="--", lw=0.8,
-                       label="QoS")
+            qos_ms = data["qos_ns"].dropna().iloc[0] / 1e6
+            ax.axhline(qos_ms, color="k", ls="--", lw=0.8, label="QoS")
+            # Past the knee latency explodes; keep the knee readable, as the paper does.
+            ax.set_ylim(0, 4 * qos_ms)
         ax.set_title(app)
         ax.set_xlabel("load (RPS)")
         ax.set_ylabel(f"{tail.removesuffix('_ns')} latency (ms)")
@@ -219,6 +221,7 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
             bottom.step(xs, ys, where="post", color=f"C{index}", label=str(app))
         bottom.legend(fontsize=7)
     bottom.set_ylabel("cores")
+    bottom.yaxis.get_major_locator().set_params(integer=True)
     bottom.set_xlabel("time (s)")
     return figure
 

@@ -1,0 +1,46 @@
+"""``pimcloud analyze`` through the project's CLI entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pimcloud.cli import main
+
+THREE = Path(__file__).parent / "fixtures" / "three_dumps.txt"
+
+
+def test_analyze_stats_file_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    out = tmp_path / "stats.parquet"
+    assert main(["analyze", str(THREE), "--export", str(out)]) == 0
+    assert "48 statistics rows" in capsys.readouterr().out
+    frame = pd.read_parquet(out)
+    assert len(frame) == 48
+    assert set(frame["dump"]) == {0, 2}
+
+
+def test_analyze_damaged_stats_file_exits_nonzero(tmp_path: Path) -> None:
+    path = tmp_path / "stats.txt"
+    path.write_text(THREE.read_text()[:700])
+    with pytest.warns(UserWarning, match="truncated"):
+        assert main(["analyze", str(path)]) == 1
+
+
+def test_analyze_campaign_report(demo_campaign: Path, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(demo_campaign)]) == 0
+    assert "sphinx-pim-600" in capsys.readouterr().out
+    out = tmp_path / "r"
+    assert main(["analyze", str(demo_campaign), "--report", "--out", str(out),
+                 "--qos", "sphinx=4"]) == 0
+    assert (out / "index.html").is_file()
+
+
+def test_analyze_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["analyze", str(tmp_path / "missing")]) == 2
+    assert "no such campaign folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["analyze", str(tmp_path), "--qos", "sphinx"])
+    assert "APP=MILLISECONDS" in capsys.readouterr().err
