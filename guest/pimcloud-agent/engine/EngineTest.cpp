@@ -1,0 +1,234 @@
+#include "engine/Engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/TestDriver.h"
+#include "policy/PimCloud.h"
+
+namespace pimcloud {
+namespace {
+
+using testing::Driver;
+
+struct RecordingControl : HarnessControl {
+  std::vector<std::string> lines;
+  void send(const std::string& line) override { lines.push_back(line); }
+};
+
+TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
+  RecordingControl control;
+  Driver e("pimcloud");
+  e.engine = std::make_unique<Engine>(e.topology, *e.policy, e.machine, e.source, e.log, &control,
+                                      EngineOptions{});
+  e.app("averse", 300, 100, 100, 2);
+  e.app("friendly", 100, 200, 100, 1, 4000, 4);
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);  // needs stack 2 too: remote cores
+  e.tick(80);
+  const int pid = 1001;
+  std::size_t onStack2 = 0;
+  for (const PageInfo& p : e.machine.pagesOf.at(pid)) onStack2 += p.node == 2;
+  EXPECT_GT(onStack2, 0U);
+  // The hottest page moved first.
+  EXPECT_EQ(e.machine.pagesOf.at(pid).front().node, 2);
+  std::uint64_t logged = 0;
+  for (const Decision& x : e.log.history()) logged += x.pagesMoved;
+  EXPECT_GE(logged, onStack2);
+  bool replicate = false;
+  for (const std::string& l : control.lines) replicate |= l.find("\"replicate\"") != std::string::npos;
+  EXPECT_TRUE(replicate);
+  // A remote PIM core runs one dedicated thread.
+  const auto& assign = e.engine->applied();
+  const auto ded = assign.dedicatedCpus.find(e.id("friendly"));
+  ASSERT_NE(ded, assign.dedicatedCpus.end());
+  ASSERT_FALSE(ded->second.empty());
+  bool pinnedAlone = false;
+  for (const auto& [tid, cpus] : e.machine.threadCpus) {
+    pinnedAlone |= cpus.size() == 1 && cpus[0] == ded->second.front();
+  }
+  EXPECT_TRUE(pinnedAlone);
+
+  // Load drops: the remote cores go, and their pages come back to the resident stack.
+  e.machine.setLoad("friendly", 100);
+  e.tick(300);
+  onStack2 = 0;
+  for (const PageInfo& p : e.machine.pagesOf.at(pid)) onStack2 += p.node == 2;
+  EXPECT_EQ(onStack2, 0U);
+  bool dropped = false;
+  for (const std::string& l : control.lines) dropped |= l.find("drop-replicas") != std::string::npos;
+  EXPECT_TRUE(dropped);
+}
+
+TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
+  Topology small = Topology::make(4, 2, 8, 8ULL << 20);  // 8 MiB stacks: 2048 pages
+  EngineOptions opts;
+  opts.reserveBytes = 0;
+  Driver e("pimcloud", {}, small, opts);
+  e.app("averse", 300, 100, 100, 2);
+  e.app("friendly", 100, 200, 100, 1, 1800, 1);
+  e.machine.freeBytes[2] = 100 * FakeMachine::kPageBytes;  // stack 2 nearly full
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);
+  e.tick(60);
+  std::size_t onStack2 = 0;
+  for (const PageInfo& p : e.machine.pagesOf.at(1001)) onStack2 += p.node == 2;
+  EXPECT_GT(onStack2, 0U);
+  EXPECT_LE(onStack2, 100U);
+  bool full = false;
+  for (const Decision& x : e.log.history()) full |= x.reason.find("no more free memory") != std::string::npos;
+  EXPECT_TRUE(full);
+}
+
+TEST(EngineRecovery, AppThatVanishesMidStepIsRemovedNotFatal) {
+  Driver d("pimcloud");
+  d.app("a", 300, 100, 100, 2);
+  d.app("b", 100, 200, 100, 1);
+  d.tick(5);
+  d.machine.deadApps.insert("b");  // gone without an exit event
+  d.machine.setLoad("a", 3000);    // forces core changes, which touch b
+  d.tick(80);
+  auto& p = dynamic_cast<PimCloudPolicy&>(*d.policy);
+  EXPECT_EQ(p.ranking().size(), 1U);
+  bool noted = false;
+  for (const Decision& x : d.log.history()) noted |= x.event == "exit" && x.appName == "b";
+  EXPECT_TRUE(noted);
+}
+
+TEST(EngineRecovery, VanishedThreadIsSkippedForARemoteCore) {
+  Driver e("pimcloud");
+  e.app("averse", 300, 100, 100, 2);
+  e.app("friendly", 100, 200, 100, 1, 100, 3);
+  for (int t = 0; t < 2; ++t) e.machine.deadTids.insert(1001 * 100 + t);  // first two gone
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);
+  e.tick(60);
+  bool third = false;
+  for (const auto& [tid, cpus] : e.machine.threadCpus) third |= tid == 1001 * 100 + 2 && cpus.size() == 1;
+  EXPECT_TRUE(third);
+}
+
+TEST(EngineLog, JsonLinesAndAnAtomicSummary) {
+  char dir[] = "/tmp/pimcloud-agent-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string logPath = std::string(dir) + "/decisions.jsonl";
+  const std::string summaryPath = std::string(dir) + "/summary.json";
+  {
+    Topology t = Topology::paper();
+    FakeMachine m(t);
+    FakeLatencySource src(m);
+    DecisionLog log(logPath);
+    PolicyContext ctx{&t, {}};
+    auto policy = PolicyRegistry::create("pimcloud", ctx);
+    Engine engine(t, *policy, m, src, log, nullptr, {});
+    FakeAppModel model;
+    model.load = 2000;
+    model.maxRpsHost = 300;
+    model.maxRpsPim = 100;
+    m.addApp("a", 7, model);
+    src.start("a", 1e7, 300, 100);
+    for (int i = 1; i <= 30; ++i) {
+      src.setTime(i * 100'000'000LL);
+      engine.tick(i * 100'000'000LL);
+    }
+    std::string error;
+    ASSERT_TRUE(log.writeSummary(summaryPath, policy->name(), error)) << error;
+  }
+  std::ifstream in(logPath);
+  std::string line;
+  int lines = 0;
+  bool upsize = false;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (const char* k : {"t_ns", "event", "app", "from_cores", "to_cores", "pages_moved", "slack",
+                          "reason"}) {
+      ASSERT_TRUE(j.contains(k)) << k << " in " << line;
+    }
+    upsize |= j["event"] == "upsize";
+    ++lines;
+  }
+  EXPECT_GT(lines, 1);
+  EXPECT_TRUE(upsize);
+  std::ifstream s(summaryPath);
+  auto summary = nlohmann::json::parse(s);
+  EXPECT_EQ(summary["policy"], "pimcloud");
+  EXPECT_GT(summary["apps"]["a"]["intervals"].get<int>(), 0);
+  EXPECT_GT(summary["apps"]["a"]["intervals_violating_qos"].get<int>(), 0);
+  std::remove(logPath.c_str());
+  std::remove(summaryPath.c_str());
+  rmdir(dir);
+}
+
+TEST(EngineProfiling, UnknownAppIsProfiledOnOneHostThenOnePimCore) {
+  Driver d("pimcloud");
+  RecordingControl control;
+  d.engine = std::make_unique<Engine>(d.topology, *d.policy, d.machine, d.source, d.log, &control,
+                                      EngineOptions{});
+  FakeAppModel m;
+  m.load = 100000;  // saturating, as the harness drives it while profiling
+  m.maxRpsHost = 300;
+  m.maxRpsPim = 100;
+  d.machine.addApp("new", 4242, m);
+  d.source.start("new", 1e7, 0, 0);  // no profile known
+  d.tick(15);
+  ASSERT_GE(control.lines.size(), 3U);
+  EXPECT_NE(control.lines[0].find("\"core_type\":\"host\""), std::string::npos);
+  EXPECT_NE(control.lines[1].find("\"core_type\":\"pim\""), std::string::npos);
+  EXPECT_NE(control.lines[2].find("profile-done"), std::string::npos);
+  bool profiled = false;
+  for (const Decision& x : d.log.history()) {
+    if (x.event == "profile") {
+      profiled = true;
+      EXPECT_NE(x.reason.find("R=3"), std::string::npos) << x.reason;
+    }
+  }
+  EXPECT_TRUE(profiled);
+  EXPECT_EQ(dynamic_cast<PimCloudPolicy&>(*d.policy).ranking().size(), 1U);
+}
+
+TEST(LatencySource, ParsesStatsAndEventsAndNamesBadLines) {
+  LatencyBatch b;
+  EXPECT_TRUE(parseLatencyLine(
+      R"({"app":"x","t_ns":5,"p99_ns":100,"mean_ns":50,"count":3,"rps":30,"tids":[1,2]})", 1, b));
+  EXPECT_TRUE(parseLatencyLine(R"({"event":"start","app":"y","pid":9,"qos_ns":1000})", 2, b));
+  EXPECT_FALSE(parseLatencyLine(R"({"app":"x","t_ns":5})", 3, b));
+  EXPECT_FALSE(parseLatencyLine("not json", 4, b));
+  EXPECT_FALSE(parseLatencyLine(R"({"event":"start","app":"z"})", 5, b));
+  ASSERT_EQ(b.stats.count("x"), 1U);
+  EXPECT_EQ(b.stats["x"].tids.size(), 2U);
+  ASSERT_EQ(b.events.size(), 1U);
+  EXPECT_EQ(b.events[0].pid, 9);
+  ASSERT_EQ(b.errors.size(), 3U);
+  EXPECT_NE(b.errors[0].find("line 3"), std::string::npos);
+  EXPECT_NE(b.errors[0].find("p99_ns"), std::string::npos);
+  EXPECT_NE(b.errors[2].find("qos_ns"), std::string::npos);
+}
+
+TEST(LatencySource, FileKeepsAPartialLineForTheNextPoll) {
+  char path[] = "/tmp/pimcloud-latency-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  FileLatencySource src(path);
+  const std::string a = R"({"app":"x","t_ns":1,"p99_ns":10,"count":1})" "\n" R"({"app":"y","t_ns")";
+  ASSERT_EQ(write(fd, a.data(), a.size()), static_cast<ssize_t>(a.size()));
+  LatencyBatch b1 = src.poll();
+  EXPECT_EQ(b1.stats.size(), 1U);
+  const std::string rest = R"(:1,"p99_ns":20,"count":2})" "\n";
+  ASSERT_EQ(write(fd, rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+  LatencyBatch b2 = src.poll();
+  ASSERT_EQ(b2.stats.count("y"), 1U);
+  EXPECT_EQ(b2.stats["y"].p99Ns, 20);
+  EXPECT_TRUE(b2.errors.empty());
+  close(fd);
+  unlink(path);
+}
+
+}  // namespace
+}  // namespace pimcloud
