@@ -98,7 +98,8 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
     ax.set_xticks(x + width * (len(table.columns) - 1) / 2, table.index.astype(str))
     ax.set_ylabel(value.replace("_", " "))
     ax.axhline(1.0, color="k", lw=0.6)
-    ax.legend(fontsize=7, ncols=min(4, len(table.columns)))
+    ax.legend(fontsize=7, ncols=min(4, len(table.columns)), loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), frameon=False)
     return figure
 
 

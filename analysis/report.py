@@ -279,6 +279,20 @@ def _stats_section(campaign: Campaign, c_cache: float) -> Section:
     return section
 
 
+def _display(table: pd.DataFrame) -> pd.DataFrame:
+    """A table as a person reads it: times in ms, no empty columns, loads in order.
+    (The CSV beside it keeps nanoseconds and every column.)"""
+    shown = table.dropna(axis=1, how="all").copy()
+    for column in [c for c in shown.columns if str(c).endswith("_ns")]:
+        if pd.api.types.is_numeric_dtype(shown[column]):
+            shown[str(column).removesuffix("_ns") + "_ms"] = shown.pop(column) / 1e6
+    keys = [c for c in ("app", "mix", "system", "arch", "placement", "manager", "rps")
+            if c in shown.columns and shown[c].map(lambda v: not isinstance(v, dict | list)).all()]
+    if keys:
+        shown = shown.sort_values(keys, kind="stable", na_position="first")
+    return shown
+
+
 def _save(figure: Any, out: Path, name: str) -> str:
     stem = out / "figures" / _slug(name)
     figures.save_figure(figure, stem)
@@ -322,7 +336,7 @@ def _html(campaign: Campaign, sections: list[Section]) -> str:
         for name, table in section.tables:
             parts.append(f"<div class='caption'>{html.escape(name)} "
                          f"(<a href='tables/{_slug(name)}.csv'>CSV</a>)</div>")
-            parts.append(table.to_html(index=False, float_format=lambda v: f"{v:.4g}",
-                                       na_rep="", border=0))
+            parts.append(_display(table).to_html(index=False, float_format=lambda v: f"{v:.4g}",
+                                                 na_rep="", border=0))
     parts.append("</body></html>")
     return "\n".join(parts)
