@@ -41,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--share", choices=("9p", "initramfs"),
                      help="how the scenario and results travel (default: from the kernel's config)")
     run.add_argument("--append", default="", help="extra kernel command-line parameters")
+    run.add_argument("--tcg-threads", choices=("single", "multi"),
+                     help="TCG threads (default: multi only when the host has a core per vCPU)")
     run.set_defaults(handler=_run)
 
     stock = commands.add_parser("stock-kernel", help="fetch Debian's stock 6.1 kernel into "
@@ -63,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     result = run_scenario(args.topology, args.scenario, kernel=args.kernel, image=args.image,
                           initrd=args.initrd, out=args.out, timeout=args.timeout,
                           memory_divisor=args.mem_divisor, share=args.share,
-                          append=args.append)
+                          append=args.append, tcg=args.tcg_threads)
     print(summary(result))
     return 0 if result.ok else 1
 

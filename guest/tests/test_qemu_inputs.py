@@ -66,7 +66,7 @@ def test_qemu_command_has_the_topology_and_no_kvm(tmp_path: Path) -> None:
     command = qemu.qemu_command(scaled, tmp_path / "k", tmp_path / "i", None, tmp_path / "s",
                                 "console=ttyS0", tmp_path / "console.log")
     joined = " ".join(command)
-    assert "-accel tcg" in joined and "kvm" not in joined
+    assert "-accel tcg,thread=" in joined and "kvm" not in joined
     assert "-smp 20," in joined and "-m 2048M" in joined
     assert "-no-reboot" in command and "-nographic" in command
     assert f"file:{tmp_path / 'console.log'}" in command
@@ -124,3 +124,8 @@ def test_a_used_run_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "used" / "run.json").write_text("{}")
     with pytest.raises(QemuRunError, match="not empty"):
         run_scenario("paper", _scenario(tmp_path), kernel=kernel, out=tmp_path / "used")
+
+
+def test_tcg_threads_follow_the_host_cores() -> None:
+    assert qemu.tcg_threads(20, host_cpus=2) == "single"
+    assert qemu.tcg_threads(20, host_cpus=32) == "multi"
