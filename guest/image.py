@@ -274,10 +274,15 @@ def _installed_packages(root: Path) -> dict[str, str]:
 
 
 def _stage_binaries(target: Path, log_file: Path) -> None:
-    """Our built programs: whatever CMake install rules put under the prefix."""
-    if not (CMAKE_BUILD_DIR / "cmake_install.cmake").exists():
-        target.mkdir(parents=True, exist_ok=True)
+    """Our programs: the project's CMake build (as `make cxx` does), then whatever its
+    install rules put under the prefix; that prefix becomes /opt/pimcloud."""
+    target.mkdir(parents=True, exist_ok=True)
+    if not (REPO_ROOT / "CMakeLists.txt").exists() or shutil.which("cmake") is None:
         return
+    if not (CMAKE_BUILD_DIR / "CMakeCache.txt").exists():
+        _run(["cmake", "-S", str(REPO_ROOT), "-B", str(CMAKE_BUILD_DIR), "-G", "Ninja",
+              "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], log_file)
+    _run(["nice", "-n", "10", "cmake", "--build", str(CMAKE_BUILD_DIR), "-j2"], log_file)
     _run(["cmake", "--install", str(CMAKE_BUILD_DIR), "--prefix", str(target)], log_file)
 
 
@@ -312,7 +317,9 @@ def _init_program(opt: Path) -> Path | None:
     return None
 
 
-def _make_ext4(root: Path, image: Path, key: str, log_file: Path) -> None:
+def pack_ext4(root: Path, image: Path, key: str, log_file: Path) -> None:
+    """``root`` as an ext4 file system in ``image``, without mounting; the same tree and key
+    give the same bytes (UUID and hash seed from the key, every time pinned)."""
     used = sum(p.lstat().st_size for p in root.rglob("*"))
     inodes = sum(1 for _ in root.rglob("*"))
     # Room for ext4's metadata and for files the guest writes during a run.
@@ -324,6 +331,34 @@ def _make_ext4(root: Path, image: Path, key: str, log_file: Path) -> None:
     _run(["mkfs.ext4", "-q", "-F", "-L", "pimcloud-root", "-U", fixed_uuid, "-b", "4096",
           "-m", "0", "-E", f"hash_seed={fixed_uuid},root_owner=0:0,nodiscard", "-d", str(root),
           str(image), f"{size_mib}M"], log_file, env)
+    _clamp_inode_times(root, image, int(epoch), log_file)
+
+
+def _clamp_inode_times(root: Path, image: Path, epoch: int, log_file: Path) -> None:
+    """mkfs.ext4 -d copies each file's ctime and atime, which its own reads and the host set;
+    pin them here.
+
+    Inode numbers and blocks already follow the (stable) tree, so this makes the image
+    byte-for-byte the same for the same tree.
+    """
+    commands = []
+    for path in ["/", *sorted("/" + str(p.relative_to(root)) for p in root.rglob("*"))]:
+        if '"' in path or "\n" in path:
+            raise ImageBuildError(f"{path!r} in the root tree has a quote or newline in its "
+                                  "name, which debugfs cannot address; rename it")
+        # atime too: mkfs reading the host files has just moved theirs.
+        commands += [f'sif "{path}" ctime @{epoch}\n', f'sif "{path}" atime @{epoch}\n']
+    script = image.parent / "ctime.debugfs"
+    script.write_text("".join(commands))
+    result = subprocess.run(["debugfs", "-w", "-f", str(script), str(image)],
+                            capture_output=True, text=True, check=False,
+                            env={**os.environ, "E2FSPROGS_FAKE_TIME": str(epoch)})
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("debugfs ")]
+    with log_file.open("a") as stream:
+        stream.write(f"\n$ debugfs -w -f {script} {image}: {len(commands)} inode times set\n")
+    if result.returncode != 0 or errors:
+        raise ImageBuildError(f"debugfs could not set inode times in {image}: "
+                              f"{'; '.join(errors[:5]) or result.returncode}")
 
 
 def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
@@ -371,7 +406,7 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
                     _run([str(hook), str(tree)], log_file, {**os.environ, "ROOTFS": str(tree)})
                 _clamp_times(tree, source_date_epoch())
                 partial = staging / IMAGE_NAME
-                _make_ext4(tree, partial, key, log_file)
+                pack_ext4(tree, partial, key, log_file)
                 os.replace(partial, image)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
