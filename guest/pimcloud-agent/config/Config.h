@@ -1,0 +1,55 @@
+// The agent's configuration: one JSON file, parsed and validated into AgentConfig.
+// Every error names the field, the bad value and the fix; all errors are reported at once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/Engine.h"
+#include "placement/Placement.h"
+#include "policy/Policy.h"
+
+namespace pimcloud {
+
+struct AppConfig {
+  AppSpec spec;
+  int pid = 0;  // 0: learnt from the harness's "start" line
+};
+
+struct TopologyConfig {
+  bool fromSysfs = true;  // discover from /sys/devices/system/node
+  std::vector<int> hostCpus;
+  std::vector<std::vector<int>> stackCpus;  // stack k = index k-1 = NUMA node k
+  std::uint64_t stackBytes = 8ULL << 30;
+};
+
+struct AgentConfig {
+  std::string policy = "pimcloud";
+  PolicyParams params;
+  EngineOptions engine;
+  TopologyConfig topology;
+  StaticPlacement staticPlacement = StaticPlacement::Concentrated;
+  std::vector<AppConfig> apps;
+  std::string cgroupRoot = "/sys/fs/cgroup/pimcloud";
+  bool useCgroups = true;  // false: sched_setaffinity per thread
+  std::string sysfsRoot = "/sys";
+  std::string procRoot = "/proc";
+  std::string latencyPath = "/run/pimcloud/latency.jsonl";
+  std::string controlPath = "/run/pimcloud/control.jsonl";
+  std::string logPath = "/run/pimcloud/decisions.jsonl";
+  std::string summaryPath = "/run/pimcloud/summary.json";
+  int hotnessScanIntervals = 10;
+};
+
+struct ConfigResult {
+  std::optional<AgentConfig> config;
+  std::vector<std::string> errors;
+};
+
+ConfigResult parseConfig(const std::string& text, const std::string& source);
+ConfigResult loadConfig(const std::string& path);
+// Builds the policy topology from the config (when not read from sysfs).
+Topology topologyFrom(const TopologyConfig& config);
+
+}  // namespace pimcloud

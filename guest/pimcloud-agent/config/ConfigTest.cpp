@@ -1,0 +1,79 @@
+#include "config/Config.h"
+
+#include <gtest/gtest.h>
+
+namespace pimcloud {
+namespace {
+
+bool mentions(const ConfigResult& r, const std::string& what) {
+  for (const std::string& e : r.errors) {
+    if (e.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(Config, FullExampleParses) {
+  const auto r = parseConfig(R"({
+    // comments are allowed
+    "policy": "pimcloud-cores",
+    "interval_ms": 100,
+    "topology": {"host_cpus": [0,1,2,3], "stacks": [[4,5,6,7,8,9,10,11],[12,13,14,15,16,17,18,19]]},
+    "slack": {"intervals": 5, "min_intervals": 2},
+    "stability": {"tolerance": 0.1, "cores_intervals": [2,3], "pages_intervals": [3,8]},
+    "eager_reclaim": false,
+    "placement": {"static": "il", "reserve_mib": 32},
+    "apps": [{"name": "xapian", "qos_ms": 5, "max_rps_host": 2000, "max_rps_pim": 700, "threads": 20}],
+    "be": {"cpu_max_fraction": 0.5},
+    "cgroup": {"root": "/tmp/cg", "mode": "affinity"}
+  })", "agent.json");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0]);
+  const AgentConfig& c = *r.config;
+  EXPECT_EQ(c.policy, "pimcloud-cores");
+  EXPECT_FALSE(c.topology.fromSysfs);
+  EXPECT_EQ(topologyFrom(c.topology).pimCoresOn(2), 8);
+  EXPECT_EQ(c.params.minSamples, 2U);
+  EXPECT_FALSE(c.params.eagerReclaim);
+  EXPECT_EQ(c.staticPlacement, StaticPlacement::Interleave);
+  EXPECT_EQ(c.engine.reserveBytes, 32ULL << 20);
+  ASSERT_EQ(c.apps.size(), 1U);
+  EXPECT_DOUBLE_EQ(c.apps[0].spec.qosNs, 5e6);
+  EXPECT_FALSE(c.useCgroups);
+  EXPECT_DOUBLE_EQ(c.engine.beQuota, 0.5);
+}
+
+TEST(Config, ErrorsNameTheFieldAndTheFix) {
+  const auto r = parseConfig(R"({
+    "policy": "pimclod",
+    "interval_ms": "fast",
+    "placement": {"static": "xx"},
+    "apps": [{"name": "a", "max_rps_host": 5}, {"name": "a", "qos_ms": 1}],
+    "colour": 3,
+    "topology": {"host_cpus": [0, 1], "stacks": [[1, 2]]}
+  })", "agent.json");
+  EXPECT_FALSE(r.config);
+  EXPECT_TRUE(mentions(r, "field \"policy\": \"pimclod\" is not a policy; use one of:"));
+  EXPECT_TRUE(mentions(r, "field \"interval_ms\": is \"fast\", expected a number"));
+  EXPECT_TRUE(mentions(r, "field \"placement.static\": is \"xx\"; use \"ft\", \"cc\" or \"il\""));
+  EXPECT_TRUE(mentions(r, "field \"apps[0].qos_ms\": missing"));
+  EXPECT_TRUE(mentions(r, "give both max_rps_host and max_rps_pim"));
+  EXPECT_TRUE(mentions(r, "\"a\" appears twice"));
+  EXPECT_TRUE(mentions(r, "field \"colour\": unknown field"));
+  EXPECT_TRUE(mentions(r, "CPU 1 is listed twice"));
+  for (const std::string& e : r.errors) EXPECT_EQ(e.rfind("agent.json: ", 0), 0U) << e;
+}
+
+TEST(Config, SyntaxErrorSaysWhere) {
+  const auto r = parseConfig("{\"policy\": }", "bad.json");
+  ASSERT_EQ(r.errors.size(), 1U);
+  EXPECT_NE(r.errors[0].find("bad.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("byte"), std::string::npos);
+}
+
+TEST(Config, MissingFileIsAnErrorNotACrash) {
+  const auto r = loadConfig("/nonexistent/agent.json");
+  ASSERT_EQ(r.errors.size(), 1U);
+  EXPECT_NE(r.errors[0].find("check the path"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pimcloud
