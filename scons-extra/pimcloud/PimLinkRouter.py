@@ -6,7 +6,6 @@
 
 from m5.params import (
     Param,
-    RequestPort,
     ResponsePort,
     VectorParam,
     VectorRequestPort,
@@ -27,18 +26,12 @@ class PimLinkRouter(SimObject):
     system = Param.System(Parent.any, "system whose requestor names are read")
 
     num_locations = Param.Unsigned("locations: 0 = host socket, 1..M = stacks")
-    target_locations = VectorParam.Unsigned(
-        "location of each mem_side port, in port order"
-    )
+    target_locations = VectorParam.Unsigned("location of each mem_side port, in port order")
     requestor_prefixes = VectorParam.String(
         [], "requestor name prefixes; the longest matching prefix wins"
     )
-    requestor_locations = VectorParam.Unsigned(
-        [], "location of each requestor prefix"
-    )
-    default_location = Param.Unsigned(
-        0, "location of requestors no prefix matches"
-    )
+    requestor_locations = VectorParam.Unsigned([], "location of each requestor prefix")
+    default_location = Param.Unsigned(0, "location of requestors no prefix matches")
 
     link_latency = VectorParam.Latency([], "propagation latency of each link")
     link_bandwidth = VectorParam.MemoryBandwidth(

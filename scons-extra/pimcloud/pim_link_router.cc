@@ -242,6 +242,7 @@ PimLinkRouter::handleTimingReq(PacketPtr pkt)
 void
 PimLinkRouter::reqSent()
 {
+    checkDrained();
     cpuSide.retryStalledReq();
 }
 
@@ -273,7 +274,32 @@ PimLinkRouter::respSent()
 {
     panic_if(outstandingResponses == 0, "%s: more responses than requests\n", name());
     --outstandingResponses;
+    checkDrained();
     cpuSide.retryStalledReq();
+}
+
+bool
+PimLinkRouter::idle() const
+{
+    if (outstandingResponses != 0 || !cpuSide.responses.empty())
+        return false;
+    for (const auto &port : memSide)
+        if (!port->requests.empty())
+            return false;
+    return true;
+}
+
+DrainState
+PimLinkRouter::drain()
+{
+    return idle() ? DrainState::Drained : DrainState::Draining;
+}
+
+void
+PimLinkRouter::checkDrained()
+{
+    if (drainState() == DrainState::Draining && idle())
+        signalDrainDone();
 }
 
 // ---------------------------------------------------------------------------
@@ -514,7 +540,8 @@ PimLinkRouter::LinkStats::LinkStats(statistics::Group *parent, unsigned id,
     : statistics::Group(parent, csprintf("link%d", id).c_str()),
       ADD_STAT(packets, statistics::units::Count::get(),
                csprintf("Packets serialised on link %d (location %d -> %d)", id, spec.src,
-                        spec.dst)),
+                        spec.dst)
+                   .c_str()),
       ADD_STAT(bytes, statistics::units::Byte::get(),
                "Bytes serialised on the link (headers and payloads)"),
       ADD_STAT(queueingDelay, statistics::units::Tick::get(),

@@ -37,6 +37,8 @@ class PimLinkRouter : public SimObject
 
     Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
     void init() override;
+    // Drained once no packet is held and no response is still expected.
+    DrainState drain() override;
 
   private:
     // A packet waiting in the router until it has crossed its links.
@@ -120,6 +122,8 @@ class PimLinkRouter : public SimObject
 
         void trySendTiming();
         void scheduleSend();
+
+        friend class PimLinkRouter;
     };
 
     struct LinkStats : public statistics::Group
@@ -192,6 +196,8 @@ class PimLinkRouter : public SimObject
     void handleTimingResp(PortID port, PacketPtr pkt);
     void reqSent();
     void respSent();
+    bool idle() const;
+    void checkDrained();
 };
 
 } // namespace gem5
