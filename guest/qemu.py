@@ -6,6 +6,7 @@ into a run folder and says how the run ended: ``exit``, ``fail``, ``panic``, ``t
 or ``crash``.  Run folder::
 
     console.log     the serial console
+    qemu.stderr     QEMU's own messages
     run.json        exit cause, times, the guest's NUMA layout, the command line
     results/        the guest's /results, unpacked from results.tar
     written/        every file the guest wrote with m5 writefile (results.tar included)
