@@ -45,6 +45,12 @@ _NAME_VALUE = r"^(?P<name>\S+)\s+(?P<value>\S+)"
 # Trailing "(Unit)"; gem5 writes rates as "((Tick/Second))", so allow nesting.
 _UNIT_RE = re.compile(r"^(?P<desc>.*?)\s*\((?P<unit>(?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)$")
 _REST_RE = re.compile(r"#\s?(?P<rest>.*?)\s*$")
+# Statistics with gem5's ``oneline`` flag (Ruby's histograms, for one) print every
+# element on one line, unnamed: ``name | v pdf cdf | v pdf cdf ... # desc``.  Element
+# i becomes subname ``i`` (for a histogram: bucket i from ``::min_bucket`` in steps of
+# ``::bucket_size``, which gem5 prints just before).
+_ONELINE_RE = re.compile(r"^(?P<name>[^\s#|]+)[ \t]+(?P<cells>\|[^#]*?)[ \t]*(?:#.*)?\r?\n?$")
+_CELL_RE = re.compile(rf"^\s*(?P<value>{_NUMBER})(?:\s+{_PERCENT}){{0,2}}\s*$")
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 
@@ -88,6 +94,20 @@ def describe_line(line: str) -> tuple[str, str]:
     if match is None:
         return "", ""
     return split_description(match["rest"])
+
+
+def oneline_values(line: str) -> tuple[str, list[float]] | None:
+    """Name and element values of a ``oneline`` statistics line, or None if it is not one."""
+    match = _ONELINE_RE.match(line)
+    if match is None:
+        return None
+    values = []
+    for cell in match["cells"].split("|")[1:]:
+        parsed = _CELL_RE.match(cell)
+        if parsed is None:
+            return None
+        values.append(float(parsed["value"]))
+    return match["name"], values
 
 
 def read_stats(path: str | os.PathLike[str], **kwargs: int) -> pd.DataFrame:
@@ -151,6 +171,7 @@ class _State:
         self.dump_end: list[float] = []
         self.open = False  # inside a Begin/End frame
         self.damaged = False  # parsing stopped at a damaged line
+        self.out_of_order = False  # oneline rows were appended after their chunk
         self.problems: list[str] = []
 
     def warn(self, message: str, depth: int = 0) -> None:
@@ -180,6 +201,7 @@ class _State:
         odd_rows = np.flatnonzero(~good)
         stop = n  # rows at or after stop are dropped
         frames: list[tuple[int, int]] = []  # (row, +1 Begin / -1 End) in row order
+        oneline: list[tuple[int, str, list[float], str]] = []  # rare: found one by one
         for row, text in zip(odd_rows.tolist(), lines.take(pa.array(odd_rows)).to_pylist(),
                              strict=True):
             stripped = text.strip()
@@ -189,10 +211,16 @@ class _State:
                 frames.append((row, 1))
             elif stripped.startswith("---------- End Simulation Statistics"):
                 frames.append((row, -1))
+            elif (found := oneline_values(text)) is not None:
+                oneline.append((row, found[0], found[1], text))
             else:
                 self.damage(first_line + row, text)
                 stop = row
                 break
+        has_stat = good
+        if oneline:
+            has_stat = good.copy()
+            has_stat[[row for row, *_ in oneline]] = True
         # Walk the frame markers in order; the good rows between them belong to the
         # open dump, or are damage when no dump is open.
         row_dump = np.full(n, -1, dtype=np.int64)
@@ -201,7 +229,7 @@ class _State:
             if self.open:
                 row_dump[cursor:row] = len(self.dump_begin) - 1
             else:
-                stray = np.flatnonzero(good[cursor:row])
+                stray = np.flatnonzero(has_stat[cursor:row])
                 if len(stray):
                     bad = cursor + int(stray[0])
                     self.damage(first_line + bad, lines[bad].as_py())
@@ -229,7 +257,28 @@ class _State:
         rows = np.flatnonzero(take)
         if len(rows):
             self._collect(lines, rows, row_dump[rows], first_line)
+        for row, name, values, text in oneline:
+            if row < stop:
+                self._collect_oneline(name, values, text, int(row_dump[row]), first_line + row)
         return stop == n
+
+    def _intern(self, name: str, text: str) -> int:
+        known = self.name_ids.get(name)
+        if known is None:
+            known = len(self.names)
+            self.name_ids[name] = known
+            self.names.append(name)
+            self.name_rest.append(describe_line(text))
+        return known
+
+    def _collect_oneline(self, name: str, values: list[float], text: str, dump: int,
+                         line: int) -> None:
+        self.codes.append(np.array([self._intern(f"{name}::{i}", text)
+                                    for i in range(len(values))], dtype=np.int32))
+        self.values.append(np.asarray(values, dtype=np.float64))
+        self.dump_of_row.append(np.full(len(values), dump, dtype=np.int32))
+        self.lines.append(np.full(len(values), line, dtype=np.int64))
+        self.out_of_order = True
 
     def _collect(
         self, lines: pa.Array, rows: np.ndarray, dumps: np.ndarray, first_line: int
@@ -330,6 +379,9 @@ def _assemble(state: _State) -> ParsedStats:
         values = np.concatenate(state.values)
         dumps = np.concatenate(state.dump_of_row)
         lines = np.concatenate(state.lines)
+        if state.out_of_order:
+            order = np.argsort(lines, kind="stable")
+            codes, values, dumps, lines = codes[order], values[order], dumps[order], lines[order]
     else:
         codes = np.empty(0, np.int32)
         values = np.empty(0, np.float64)

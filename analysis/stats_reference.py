@@ -25,6 +25,7 @@ from .stats import (
     StatsFileWarning,
     StatsFormatError,
     describe_line,
+    oneline_values,
 )
 
 _LINE = re.compile(STAT_LINE.replace("\\n?$", "\\n?\\Z"))
@@ -87,6 +88,13 @@ def parse_stats_reference(path: str | os.PathLike[str]) -> ParsedStats:
                     break
                 ends[-1] = number
                 is_open = False
+            elif (found := oneline_values(text)) is not None:
+                if not is_open:
+                    damage(number, text)
+                    break
+                name, values = found
+                records.extend((len(begins) - 1, f"{name}::{i}", v, number)
+                               for i, v in enumerate(values))
             else:
                 damage(number, text)
                 break

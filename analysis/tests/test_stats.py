@@ -177,3 +177,28 @@ def test_split_description() -> None:
         "Number of ticks simulated", "Tick")
     assert split_description("x ((Byte/Second)/Count)") == ("x", "(Byte/Second)/Count")
     assert split_description("no unit") == ("no unit", "")
+
+
+def test_oneline_statistics_expand_to_indexed_elements(tmp_path: Path) -> None:
+    text = dump_text([
+        "simSeconds 0.5 # seconds (Second)",
+        "system.ruby.delayHist::bucket_size                 10                       # delay",
+        "system.ruby.delayHist                    |          30     75.00%     75.00% |"
+        "          10     25.00%    100.00% |           0      0.00%    100.00% # delay (Tick)",
+        "system.ruby.delayHist::total                       40                       # delay",
+    ])
+    path = tmp_path / "stats.txt"
+    path.write_text(text + text)
+    parsed = parse_stats(path, chunk_bytes=200)
+    rows = parsed.stats[(parsed.stats["stat"] == "system.ruby.delayHist")
+                        & (parsed.stats["dump"] == 1)]
+    assert rows["subname"].astype(str).tolist() == ["bucket_size", "0", "1", "2", "total"]
+    assert rows["value"].tolist() == [10, 30, 10, 0, 40]
+    assert rows["unit"].astype(str).tolist()[1:4] == ["Tick"] * 3
+    assert parsed.stats["line"].is_monotonic_increasing
+    pd.testing.assert_frame_equal(plain(parsed.stats), parse_stats_reference(path).stats,
+                                  check_dtype=False)
+    broken = text.replace("| ", "| x", 1)
+    path.write_text(broken)
+    with pytest.warns(StatsFileWarning, match="line 5: cannot parse"):
+        assert len(parse_stats(path).stats) == 2
