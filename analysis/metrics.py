@@ -212,6 +212,38 @@ def best_emu(emu: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return groups.merge(out, on=list(by), how="left").fillna({"best_emu": 0.0})
 
 
+def colocation_frontier(
+    loads: pd.DataFrame,
+    max_load: Mapping[str, float],
+    order: Sequence[str],
+    by: Sequence[str] = ("manager",),
+    rps: str = "rps",
+    meets_qos: str = "meets_qos",
+) -> pd.DataFrame:
+    """Figs. 7 and 8: the last app's highest load under QoS for each load of the others.
+
+    ``loads``: one row per run and app (run_id, app, ``rps``, ``meets_qos`` and the
+    ``by`` columns).  Loads become percentages of each app's max load alone, rounded
+    to whole percent.  For 2 apps the result has x_pct, y_pct (Fig. 7); for 3, x_pct,
+    y_pct, z_pct (Fig. 8).  The last percentage is NaN where no run met QoS.
+    """
+    if len(order) not in (2, 3):
+        raise ValueError(f"a colocation frontier needs 2 or 3 apps in order, got {order}")
+    _require(loads, ["run_id", "app", rps, meets_qos, *by], "loads")
+    frame = loads[loads["app"].isin(order)].copy()
+    frame["pct"] = (100 * frame[rps] / frame["app"].map(dict(max_load))).round()
+    wide = frame.pivot_table(index=["run_id", *by], columns="app", values="pct",
+                             observed=True, aggfunc="first")
+    ok = frame.groupby(["run_id", *by], observed=True)[meets_qos].all()
+    wide = wide.dropna(subset=list(order)).join(ok.rename("_ok")).reset_index()
+    names = ["x_pct", "y_pct", "z_pct"][: len(order)]
+    wide = wide.rename(columns=dict(zip(order, names, strict=True)))
+    last, given = names[-1], names[:-1]
+    wide[last] = wide[last].where(wide["_ok"].astype(bool))
+    out = wide.groupby([*by, *given], observed=True)[last].max().reset_index()
+    return out
+
+
 def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
                   ) -> pd.DataFrame:
     """Best-effort throughput: work units per second over each job's progress record."""

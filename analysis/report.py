@@ -225,6 +225,40 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
     group = [a for a in ("mix", "manager") if a in axes]
     if group:
         section.tables.append(("best EMU under QoS", metrics.best_emu(emu, by=group)))
+    limits = dict(zip(max_alone["app"], max_alone["max_load"], strict=True))
+    frontiers = []
+    for run in campaign.runs.itertuples(index=False):
+        order = _apps_of(run._asdict())
+        if len(order) in (2, 3) and run.run_id in set(mixes["run_id"]):
+            frontiers.append((tuple(order), run.run_id))
+    by = ["manager"] if "manager" in axes else []
+    for order in sorted({o for o, _ in frontiers}):
+        ids = {r for o, r in frontiers if o == order}
+        part = mixes[mixes["run_id"].isin(ids)]
+        if "manager" not in part.columns:
+            part = part.assign(manager="all")
+        frontier = metrics.colocation_frontier(part, limits, order, by=["manager"])
+        name = "+".join(order)
+        section.tables.append((f"colocation {name}", frontier))
+        if len(order) == 2:
+            figure = figures.colocation_curves(frontier.assign(mix=name))
+            caption = f"{name}: max load of {order[1]} under QoS against load of {order[0]} " \
+                "(Fig. 7 form)"
+        else:
+            figure = figures.colocation_heatmap(frontier)
+            caption = f"{name}: max load of {order[2]} under QoS (Fig. 8 form)"
+        section.figures.append((caption, _save(figure, out, f"colocation_{name}")))
+    if not campaign.progress.empty and frontiers:
+        first = {r: o[0] for o, r in frontiers}
+        lc1 = mixes[mixes["app"] == mixes["run_id"].map(first)]
+        lc1 = lc1.assign(x_pct=(100 * lc1["rps"] / lc1["app"].map(limits)).round())
+        thr = metrics.be_throughput(campaign.progress).merge(
+            lc1[["run_id", "x_pct", "meets_qos"]], on="run_id")
+        thr = thr.merge(campaign.runs[["run_id", *by]], on="run_id", how="left") if by else \
+            thr.assign(manager="all")
+        section.figures.append(("Best-effort throughput against the first LC app's load "
+                                "(Fig. 9 form)",
+                                _save(figures.be_throughput(thr), out, "be_throughput")))
     yield section
 
 

@@ -131,3 +131,18 @@ def test_views() -> None:
     pim = cpus[cpus["stat"] == "system.pim_cpus12.cpi"].iloc[0]
     assert (pim["cpu_group"], pim["cpu_index"]) == ("pim_cpus", 12)
     assert pd.isna(cpus[cpus["stat"] == "simSeconds"]["cpu_group"]).all()
+
+
+def test_colocation_frontier_two_and_three_apps() -> None:
+    runs = []
+    for run, (a, b, ok) in enumerate([(20, 70, True), (20, 90, False), (50, 40, True),
+                                      (50, 60, True)]):
+        runs += [{"run_id": run, "manager": "m", "app": "a", "rps": a, "meets_qos": True},
+                 {"run_id": run, "manager": "m", "app": "b", "rps": b, "meets_qos": ok}]
+    two = metrics.colocation_frontier(pd.DataFrame(runs), {"a": 100, "b": 200}, ["a", "b"])
+    assert two[["x_pct", "y_pct"]].to_numpy().tolist() == [[20, 35], [50, 30]]
+    three = pd.DataFrame(runs + [{"run_id": r, "manager": "m", "app": "c", "rps": 10,
+                                  "meets_qos": r != 3} for r in range(4)])
+    out = metrics.colocation_frontier(three, {"a": 100, "b": 100, "c": 10}, ["a", "b", "c"])
+    assert out.set_index(["x_pct", "y_pct"])["z_pct"].to_dict() == pytest.approx(
+        {(20, 70): 100, (20, 90): np.nan, (50, 40): 100, (50, 60): np.nan}, nan_ok=True)

@@ -51,6 +51,7 @@ def test_report_writes_html_figures_and_tables(demo_campaign: Path, tmp_path: Pa
     emu = pd.read_csv(tmp_path / "report" / "tables" / "emu_per_run.csv")
     assert len(emu) == 4
     assert "memory read latency by requester and target" in page
+    assert "(Fig. 7 form)" in page and "(Fig. 9 form)" in page
 
 
 def test_every_figure_draws(tmp_path: Path) -> None:
