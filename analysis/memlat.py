@@ -36,7 +36,9 @@ def estimated_memory_latency(
     misses = np.asarray(misses, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         memory_cycles = np.where(misses > 0, np.asarray(outstanding_cycles) / misses, np.nan)
-        return (np.asarray(c_cache_cycles) + memory_cycles) / np.asarray(frequency_hz) * 1e9
+        latency: np.ndarray = (np.asarray(c_cache_cycles) + memory_cycles) / np.asarray(
+            frequency_hz) * 1e9
+    return latency
 
 
 def _per_dump(stats: pd.DataFrame, stat: str, keys: list[str]) -> pd.Series:

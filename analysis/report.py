@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def offered_loads(campaign: Campaign) -> pd.DataFrame:
         if isinstance(rps, Mapping):
             rps = rps.get(app)
         rows.append({"run_id": run_id, "app": app,
-                     "rps": float(rps) if _is_number(rps) else np.nan})
+                     "rps": float(rps) if _is_number(rps) else np.nan})  # type: ignore[arg-type]
     loads = pd.DataFrame(rows, columns=["run_id", "app", "rps"])
     if loads["rps"].isna().any() and "scheduled_ns" in campaign.requests.columns:
         have = campaign.requests.dropna(subset=["scheduled_ns"])
@@ -119,7 +119,8 @@ def build_report(
     return index
 
 
-def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float):
+def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float
+              ) -> Iterator[Section]:
     axes = _hashable_axes(campaign)
     runs = campaign.runs.drop(columns=["run_dir"])
     yield Section("Runs", f"{len(runs)} runs below {campaign.root}.", [("runs", runs)])
@@ -169,7 +170,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: flo
 
 
 def _load_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
-                   qos: dict[str, float], out: Path):
+                   qos: dict[str, float], out: Path) -> Iterator[Section]:
     single = table.groupby("run_id")["app"].transform("count") == 1
     curves = table[single & table["rps"].notna()].copy()
     if curves.empty or curves.groupby("app")["rps"].nunique().max() < 2:
@@ -204,7 +205,7 @@ def _load_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
 
 
 def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
-                  qos: dict[str, float], out: Path):
+                  qos: dict[str, float], out: Path) -> Iterator[Section]:
     counts = table.groupby("run_id")["app"].transform("count")
     mixes = table[counts > 1]
     alone = table[counts == 1]
@@ -226,11 +227,11 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
     if group:
         section.tables.append(("best EMU under QoS", metrics.best_emu(emu, by=group)))
     limits = dict(zip(max_alone["app"], max_alone["max_load"], strict=True))
-    frontiers = []
+    frontiers: list[tuple[tuple[str, ...], str]] = []
     for run in campaign.runs.itertuples(index=False):
-        order = _apps_of(run._asdict())
-        if len(order) in (2, 3) and run.run_id in set(mixes["run_id"]):
-            frontiers.append((tuple(order), run.run_id))
+        apps = _apps_of(run._asdict())
+        if len(apps) in (2, 3) and run.run_id in set(mixes["run_id"]):
+            frontiers.append((tuple(apps), str(run.run_id)))
     by = ["manager"] if "manager" in axes else []
     for order in sorted({o for o, _ in frontiers}):
         ids = {r for o, r in frontiers if o == order}
@@ -262,7 +263,8 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
     yield section
 
 
-def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path):
+def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
+                       ) -> Iterator[Section]:
     if "end_ns" not in campaign.requests.columns:
         return
     timed = campaign.requests.dropna(subset=["end_ns"])

@@ -46,6 +46,7 @@ REQUEST_COLUMNS = (
     "sojourn_ns",
 )
 DECISION_REQUIRED = ("t_ns", "event", "app")
+LATS_FIELDS = ("queue_ns", "service_ns", "sojourn_ns")
 
 
 class ResultsWarning(UserWarning):
@@ -70,7 +71,7 @@ def read_lats_bin(path: str | os.PathLike[str]) -> pd.DataFrame:
             stacklevel=2,
         )
     records = np.frombuffer(raw[:whole], dtype=LATS_RECORD)
-    frame = pd.DataFrame({name: records[name].astype(np.int64) for name in LATS_RECORD.names})
+    frame = pd.DataFrame({name: records[name].astype(np.int64) for name in LATS_FIELDS})
     frame.insert(0, "request", np.arange(len(frame), dtype=np.int64))
     return frame
 
@@ -78,7 +79,7 @@ def read_lats_bin(path: str | os.PathLike[str]) -> pd.DataFrame:
 def write_lats_bin(path: str | os.PathLike[str], frame: pd.DataFrame) -> None:
     """Write queue_ns, service_ns, sojourn_ns of ``frame`` in the ``lats.bin`` format."""
     records = np.empty(len(frame), dtype=LATS_RECORD)
-    for name in LATS_RECORD.names:
+    for name in LATS_FIELDS:
         records[name] = frame[name].to_numpy(dtype=np.uint64)
     atomic_write_bytes(Path(path), records.tobytes())
 

@@ -117,8 +117,8 @@ def parse_stats_reference(path: str | os.PathLike[str]) -> ParsedStats:
             if number in wanted:
                 rest_of_line[number] = describe_line(raw.decode("utf-8"))
     sim_seconds = [math.nan] * len(begins)
-    found = {name for _, name, _, _ in records}
-    seconds_name = next((name for name in SIM_SECONDS_NAMES if name in found), None)
+    present = {name for _, name, _, _ in records}
+    seconds_name = next((name for name in SIM_SECONDS_NAMES if name in present), None)
     for dump, name, value, _ in records:
         if name == seconds_name:
             sim_seconds[dump] = value

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from pimcloud.analysis.stats import parse_stats
+from pimcloud.analysis.stats import ParsedStats, parse_stats
 from pimcloud.analysis.stats_reference import parse_stats_reference
 from pimcloud.analysis.synthetic import dump_text, server_dump_lines
 
@@ -42,7 +43,8 @@ def write_stats(path: Path, size_mb: float, seed: int = 0) -> int:
     return dumps
 
 
-def timed(label: str, function, path: Path, size_mb: float) -> float:
+def timed(label: str, function: Callable[[Path], ParsedStats], path: Path, size_mb: float
+          ) -> float:
     # CPU time of this process is what one core spends; wall time also counts
     # waiting for a core on a busy machine.
     start, start_cpu = time.perf_counter(), time.process_time()
