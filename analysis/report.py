@@ -221,8 +221,9 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
                                                 max_alone)
     emu = emu.merge(campaign.runs[["run_id", *axes]], on="run_id", how="left")
     section = Section("Colocation", "Effective machine utilisation: the sum over a mix's LC "
-                      "apps of load as a fraction of each app's max load alone; it counts "
-                      "only when every app meets QoS.", [("EMU per run", emu)])
+                      "apps of load as a fraction of each app's max load alone (the best "
+                      "max load of its single-app runs); it counts only when every app "
+                      "meets QoS.", [("EMU per run", emu)])
     group = [a for a in ("mix", "manager") if a in axes]
     if group:
         section.tables.append(("best EMU under QoS", metrics.best_emu(emu, by=group)))
