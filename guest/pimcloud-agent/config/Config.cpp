@@ -155,7 +155,8 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   if (c.number(j, "profile_ms", "profile_ms", ms, 1, 60000)) {
     cfg.engine.profileNs = static_cast<std::int64_t>(ms * 1e6);
   }
-  c.number(j, "hotness_scan_intervals", "hotness_scan_intervals", cfg.hotnessScanIntervals, 1, 1e6);
+  c.number(j, "hotness_scan_intervals", "hotness_scan_intervals", cfg.engine.hotnessScanIntervals, 1,
+           1e6);
   c.string(j, "sysfs_root", "sysfs_root", cfg.sysfsRoot);
   c.string(j, "proc_root", "proc_root", cfg.procRoot);
   c.string(j, "latency", "latency", cfg.latencyPath);

@@ -39,7 +39,6 @@ struct AgentConfig {
   std::string controlPath = "/run/pimcloud/control.jsonl";
   std::string logPath = "/run/pimcloud/decisions.jsonl";
   std::string summaryPath = "/run/pimcloud/summary.json";
-  int hotnessScanIntervals = 10;
 };
 
 struct ConfigResult {

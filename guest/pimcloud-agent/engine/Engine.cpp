@@ -224,6 +224,12 @@ void Engine::tick(std::int64_t tNs) {
   for (Decision& d : out) pending_.push_back(std::move(d));
 
   apply(tNs);
+  if (options_.hotnessScanIntervals > 0 &&
+      ticks_++ % static_cast<std::uint64_t>(options_.hotnessScanIntervals) == 0) {
+    for (const auto& [id, rt] : apps_) {
+      if (rt.inPolicy && rt.handle.pid > 0) machine_->trackHotness(rt.handle.pid);
+    }
+  }
   for (Decision& d : pending_) {
     place(d);
     log_->write(d);

@@ -45,6 +45,7 @@ struct EngineOptions {
   std::uint64_t reserveBytes = 64ULL << 20;  // never fill a stack to the last page
   std::size_t pageBytes = 4096;
   double beQuota = 0;  // cpu.max fraction for BE jobs; <= 0: unlimited
+  int hotnessScanIntervals = 10;  // idle-page-tracking round every this many intervals
 };
 
 class Engine {
@@ -99,6 +100,7 @@ class Engine {
   Assignment applied_;
   std::vector<Decision> pending_;
   std::int64_t now_ = 0;
+  std::uint64_t ticks_ = 0;
 };
 
 }  // namespace pimcloud

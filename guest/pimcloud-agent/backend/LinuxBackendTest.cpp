@@ -1,0 +1,303 @@
+// The Linux backend against fixture trees (real files shaped like /proc, /sys and a
+// cgroup v2 root), and the system calls against this machine's own kernel.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "backend/Cgroup.h"
+#include "backend/LinuxMachine.h"
+#include "backend/NumaCalls.h"
+#include "backend/ProcMaps.h"
+#include "backend/Sysfs.h"
+
+namespace pimcloud {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kFixtures = PIMCLOUD_AGENT_FIXTURES;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/pimcloud-agent-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::string s;
+  readFile(p.string(), s);
+  return s;
+}
+
+TEST(Sysfs, CpuListsRoundTrip) {
+  EXPECT_EQ(parseCpuList("0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parseCpuList(""), std::vector<int>{});
+  EXPECT_FALSE(parseCpuList("3-1"));
+  EXPECT_FALSE(parseCpuList("a"));
+  EXPECT_EQ(formatCpuList({12, 4, 5, 6, 0}), "0,4-6,12");
+}
+
+TEST(Sysfs, PaperTopologyFromTheNodeTree) {
+  std::string error;
+  const auto nodes = readNodes(kFixtures + "/sys", error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_EQ(nodes.size(), 3U);
+  EXPECT_EQ(nodes.at(2).freeBytes, 524288ULL * 1024);
+  const auto t = topologyFromNodes(nodes, error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->hostCores(), 4);
+  EXPECT_EQ(t->stacks, 2);
+  EXPECT_EQ(t->pimCoresOn(1), 8);
+  EXPECT_EQ(t->core(t->coreByCpu(12)).stack, 2);
+  EXPECT_EQ(t->stackBytes[1], 8ULL << 30);
+}
+
+TEST(Sysfs, MissingHostNodeIsAnErrorThatSaysWhatToDo) {
+  std::map<int, NodeInfo> nodes;
+  nodes[1] = NodeInfo{1, {4, 5}, 0, 0};
+  std::string error;
+  EXPECT_FALSE(topologyFromNodes(nodes, error));
+  EXPECT_NE(error.find("give the topology in the config"), std::string::npos);
+}
+
+TEST(ProcMaps, NumaMapsCountsPagesPerNodeWithPageSize) {
+  const auto entries = parseNumaMaps(slurp(kFixtures + "/proc/4242/numa_maps"));
+  ASSERT_EQ(entries.size(), 5U);
+  EXPECT_EQ(entries[0].start, 0x10000U);
+  EXPECT_TRUE(entries[0].anon);
+  EXPECT_EQ(entries[0].pagesPerNode.at(1), 4U);
+  EXPECT_EQ(entries[1].file, "/usr/lib/libfoo.so");
+  EXPECT_EQ(entries[3].policy, "prefer:1");
+  EXPECT_EQ(entries[4].pageBytes, 2048U * 1024);
+  const auto bytes = bytesPerNode(entries);
+  EXPECT_EQ(bytes.at(1), (4 + 2 + 4) * 4096ULL + 2 * 2048ULL * 1024);
+  EXPECT_EQ(bytes.at(2), (2 + 2) * 4096ULL + 2 * 2048ULL * 1024);
+}
+
+TEST(ProcMaps, MapsSelectPrivateAnonymousMappings) {
+  const auto vmas = parseMaps(slurp(kFixtures + "/proc/4242/maps"));
+  ASSERT_EQ(vmas.size(), 4U);
+  EXPECT_TRUE(vmas[0].privateAnon());   // [heap]
+  EXPECT_FALSE(vmas[1].privateAnon());  // file
+  EXPECT_FALSE(vmas[2].privateAnon());  // shared
+  EXPECT_TRUE(vmas[3].privateAnon());   // anonymous
+  EXPECT_EQ(vmas[3].end, 0x20000U);
+}
+
+TEST(ProcMaps, PagemapEntriesDecode) {
+  const auto e = readPagemap(kFixtures + "/proc/4242/pagemap", 0x10000, 0x18000);
+  ASSERT_EQ(e.size(), 8U);
+  EXPECT_TRUE(e[0].present);
+  EXPECT_EQ(e[0].pfn, 0x100U);
+  EXPECT_TRUE(e[0].exclusive);
+  EXPECT_EQ(e[5].pfn, 0x105U);
+  EXPECT_FALSE(e[6].present);
+  EXPECT_TRUE(e[6].swapped);
+  EXPECT_EQ(e[6].pfn, 0U);
+  EXPECT_FALSE(e[7].present);
+  const auto shared = readPagemap(kFixtures + "/proc/4242/pagemap", 0x1d000, 0x1e000);
+  ASSERT_EQ(shared.size(), 1U);
+  EXPECT_TRUE(shared[0].fileOrSharedAnon);
+}
+
+TEST(ProcMaps, IdleBitmapReadsAndMarksWords) {
+  TempDir tmp;
+  fs::copy_file(kFixtures + "/sys/kernel/mm/page_idle/bitmap", tmp.path / "bitmap");
+  IdleBitmap bitmap((tmp.path / "bitmap").string());
+  ASSERT_TRUE(bitmap.available());
+  const auto idle = bitmap.idle({0x100, 0x101, 0x143});
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(*idle, (std::vector<bool>{true, false, false}));
+  ASSERT_TRUE(bitmap.markIdle({0x101, 0x143}));
+  const auto after = bitmap.idle({0x101, 0x143});
+  EXPECT_EQ(*after, (std::vector<bool>{true, true}));
+}
+
+// A kernel that behaves like Linux's move_pages: pages move until the target node is
+// full; then the whole call fails with ENOMEM and leaves status entries unwritten.
+struct FakeKernel {
+  std::map<std::uintptr_t, int> where;
+  std::map<int, int> room;
+  int calls = 0;
+  MovePagesCall call() {
+    return [this](int, unsigned long n, void** pages, const int* nodes, int* status, int) -> long {
+      ++calls;
+      for (unsigned long i = 0; i < n; ++i) {
+        const auto addr = reinterpret_cast<std::uintptr_t>(pages[i]);
+        auto it = where.find(addr);
+        if (nodes == nullptr) {
+          status[i] = it == where.end() ? -ENOENT : it->second;
+          continue;
+        }
+        if (it == where.end()) {
+          status[i] = -ENOENT;
+          continue;
+        }
+        if (it->second == nodes[i]) {
+          status[i] = nodes[i];
+          continue;
+        }
+        if (room[nodes[i]] == 0) {
+          errno = ENOMEM;
+          return -1;  // earlier pages moved, their status never written
+        }
+        --room[nodes[i]];
+        it->second = nodes[i];
+        // Linux writes status only at the end of a successful call: leave it.
+      }
+      for (unsigned long i = 0; i < n; ++i) {
+        auto it = where.find(reinterpret_cast<std::uintptr_t>(pages[i]));
+        if (it != where.end()) status[i] = it->second;
+      }
+      return 0;
+    };
+  }
+};
+
+TEST(NumaCalls, ChunkedMoveCountsPagesThatMovedBeforeENOMEMAndStops) {
+  FakeKernel k;
+  std::vector<std::uintptr_t> pages;
+  for (std::uintptr_t i = 0; i < 100; ++i) {
+    pages.push_back(0x1000 * (i + 1));
+    k.where[pages.back()] = 1;
+  }
+  k.room[2] = 37;
+  const MoveResult r = movePagesChunked(k.call(), 1, pages, 2, {16});
+  EXPECT_EQ(r.moved, 37U);
+  EXPECT_EQ(r.failed, 63U);
+  EXPECT_TRUE(r.targetFull);
+  EXPECT_TRUE(r.status.ok);
+  // 2 full chunks, the failing third one, its re-query: no further chunks tried.
+  EXPECT_EQ(k.calls, 4);
+  int onTwo = 0;
+  for (const auto& [a, n] : k.where) onTwo += n == 2;
+  EXPECT_EQ(onTwo, 37);
+}
+
+TEST(NumaCalls, NodeMaskPassesBitsPlusOne) {
+  const NodeMask m = NodeMask::of({1, 2});
+  ASSERT_EQ(m.words.size(), 1U);
+  EXPECT_EQ(m.words[0], 0b110UL);
+  EXPECT_EQ(m.maxnode(), 8 * sizeof(unsigned long) + 1);
+  EXPECT_EQ(NodeMask::of({70}).words.size(), 2U);
+}
+
+// The real kernel: this machine has at least node 0.
+TEST(NumaCallsOnThisKernel, MovePagesOfOwnProcessToNodeZero) {
+  const std::size_t n = 64;
+  void* mem = mmap(nullptr, n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  std::memset(mem, 1, n * 4096);
+  std::vector<std::uintptr_t> pages;
+  for (std::size_t i = 0; i < n; ++i) pages.push_back(reinterpret_cast<std::uintptr_t>(mem) + i * 4096);
+  const MoveResult r = movePagesChunked(realMovePages(), getpid(), pages, 0, {16});
+  if (!r.status.ok && r.status.error.find("Function not implemented") != std::string::npos) {
+    munmap(mem, n * 4096);
+    GTEST_SKIP() << "kernel without NUMA";
+  }
+  EXPECT_TRUE(r.status.ok) << r.status.error;
+  EXPECT_EQ(r.moved, n);
+  const auto where = queryPageNodes(realMovePages(), getpid(), pages);
+  for (int node : where) EXPECT_EQ(node, 0);
+  munmap(mem, n * 4096);
+}
+
+TEST(NumaCallsOnThisKernel, MemPolicyMaskIsReadBackByTheKernel) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    MemPolicySpec spec;
+    spec.mode = MemPolicySpec::Mode::Preferred;
+    spec.nodes = {0};
+    if (!applyMemPolicy(spec).ok) _exit(2);
+    int mode = -1;
+    unsigned long mask[2] = {0, 0};
+    if (syscall(SYS_get_mempolicy, &mode, mask, 8 * sizeof mask + 1, nullptr, 0UL) != 0) _exit(3);
+    _exit(mode == 1 && mask[0] == 1UL ? 0 : 4);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(LinuxMachineOnThisKernel, PinThreadAndGoneThread) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  LinuxMachine m({});
+  const int tid = static_cast<int>(syscall(SYS_gettid));
+  EXPECT_TRUE(m.pinThread(tid, {cpus.front()}).ok);
+  cpu_set_t now;
+  sched_getaffinity(0, sizeof now, &now);
+  EXPECT_EQ(CPU_COUNT(&now), 1);
+  EXPECT_TRUE(m.pinThread(tid, cpus).ok);
+  const Status gone = m.pinThread(999999999, cpus);
+  EXPECT_FALSE(gone.ok);
+  EXPECT_TRUE(gone.gone);
+}
+
+TEST(Cgroup, WritesCpusetsQuotaAndFreezeIntoTheTree) {
+  TempDir tmp;
+  fs::copy(kFixtures + "/cgroup", tmp.path / "cg", fs::copy_options::recursive);
+  const std::string root = (tmp.path / "cg" / "pimcloud").string();
+  CgroupTree tree(root);
+  ASSERT_TRUE(tree.prepare().ok);
+  EXPECT_EQ(slurp(tmp.path / "cg" / "cgroup.subtree_control"), "+cpuset +cpu");
+  ASSERT_TRUE(tree.setAppCpus("xapian", {4, 5, 6, 12}).ok);
+  EXPECT_EQ(slurp(root + "/lc-xapian/cpuset.cpus"), "4-6,12");
+  ASSERT_TRUE(tree.addProcess("xapian", 4242).ok);
+  EXPECT_EQ(slurp(root + "/lc-xapian/cgroup.procs"), "4242");
+  ASSERT_TRUE(tree.setBeCpus({13, 14}).ok);
+  EXPECT_EQ(slurp(root + "/be/cpuset.cpus"), "13-14");
+  EXPECT_EQ(slurp(root + "/be/cgroup.freeze"), "0");
+  ASSERT_TRUE(tree.setBeQuota(0.5, 2).ok);
+  EXPECT_EQ(slurp(root + "/be/cpu.max"), "100000 100000");
+  ASSERT_TRUE(tree.setBeCpus({}).ok);  // empty pool: freeze, never an empty cpuset
+  EXPECT_EQ(slurp(root + "/be/cgroup.freeze"), "1");
+  EXPECT_EQ(slurp(root + "/be/cpuset.cpus"), "13-14");
+  EXPECT_FALSE(tree.setAppCpus("xapian", {}).ok);
+}
+
+TEST(LinuxMachine, HotPagesFromFixtureProcWithIdleTracking) {
+  TempDir tmp;
+  fs::copy(kFixtures + "/sys", tmp.path / "sys", fs::copy_options::recursive);
+  FakeKernel k;
+  for (std::uintptr_t a = 0x10000; a < 0x20000; a += 0x1000) k.where[a] = a < 0x13000 ? 2 : 1;
+  LinuxMachineOptions o;
+  o.procRoot = kFixtures + "/proc";
+  o.sysfsRoot = (tmp.path / "sys").string();
+  o.useCgroups = false;
+  LinuxMachine m(o, k.call());
+  const auto pages = m.privatePages(4242);
+  // Heap: 6 present; anonymous: 3 private (one is shared).
+  ASSERT_EQ(pages.size(), 9U);
+  m.trackHotness(4242);  // pages not idle in the fixture bitmap count as accessed
+  const auto hot = m.hotPages(4242, 1);
+  ASSERT_EQ(hot.size(), 6U);  // 0x13000.. on node 1
+  EXPECT_EQ(hot.front().hotness, 1U);
+  for (const PageInfo& p : hot) EXPECT_EQ(p.node, 1);
+  std::map<std::uintptr_t, std::uint32_t> h;
+  for (const PageInfo& p : hot) h[p.addr] = p.hotness;
+  EXPECT_EQ(h.at(0x13000), 1U);  // PFN 0x103: accessed
+  EXPECT_EQ(h.at(0x14000), 0U);  // PFN 0x104: idle
+  EXPECT_EQ(h.at(0x1f000), 1U);  // PFN 0x143: accessed
+  EXPECT_EQ(m.freeBytesPerNode().at(1), 6291456ULL * 1024);
+  EXPECT_EQ(m.threadsOf(4242), (std::vector<int>{4242, 4243}));
+}
+
+}  // namespace
+}  // namespace pimcloud

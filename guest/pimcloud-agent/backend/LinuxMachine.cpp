@@ -1,0 +1,141 @@
+#include "backend/LinuxMachine.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "backend/Sysfs.h"
+
+namespace pimcloud {
+
+LinuxMachine::LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages)
+    : options_(std::move(options)),
+      movePages_(std::move(movePages)),
+      cgroups_(options_.cgroupRoot),
+      idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap") {}
+
+Status LinuxMachine::prepare() {
+  return options_.useCgroups ? cgroups_.prepare() : Status::success();
+}
+
+std::map<int, std::uint64_t> LinuxMachine::freeBytesPerNode() {
+  std::string error;
+  std::map<int, std::uint64_t> out;
+  for (const auto& [node, info] : readNodes(options_.sysfsRoot, error)) out[node] = info.freeBytes;
+  return out;
+}
+
+std::vector<int> LinuxMachine::threadsOf(int pid) const {
+  std::vector<int> tids;
+  const std::string dir = options_.procRoot + "/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return tids;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+Status LinuxMachine::pinThread(int tid, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(static_cast<unsigned>(cpu), &set);
+  if (sched_setaffinity(tid, sizeof set, &set) != 0) {
+    return Status::failure("sched_setaffinity(" + std::to_string(tid) + "): " +
+                               std::strerror(errno),
+                           errno == ESRCH);
+  }
+  return Status::success();
+}
+
+Status LinuxMachine::setAppCpus(const AppHandle& app, const std::vector<int>& cpus) {
+  if (options_.useCgroups) {
+    const std::string key = app.name + "/" + std::to_string(app.pid);
+    if (app.pid > 0 && placed_.count(key) == 0) {
+      if (Status s = cgroups_.addProcess(app.name, app.pid); !s.ok) return s;
+      placed_.insert(key);
+    }
+    return cgroups_.setAppCpus(app.name, cpus);
+  }
+  if (app.pid <= 0) return Status::success();  // nothing to pin yet
+  const std::vector<int> tids = threadsOf(app.pid);
+  if (tids.empty()) return Status::failure("process " + std::to_string(app.pid) + " is gone", true);
+  for (int tid : tids) {
+    const Status s = pinThread(tid, cpus);
+    if (!s.ok && !s.gone) return s;  // a thread that just exited is fine
+  }
+  return Status::success();
+}
+
+Status LinuxMachine::setBeCpus(const std::vector<int>& cpus) {
+  beCpus_ = cpus.size();
+  if (!options_.useCgroups) return Status::success();
+  return cgroups_.setBeCpus(cpus);
+}
+
+Status LinuxMachine::setBeQuota(double fraction) {
+  if (!options_.useCgroups) return Status::failure("cpu.max needs cgroups (cgroup.mode = cpuset)");
+  return cgroups_.setBeQuota(fraction, beCpus_);
+}
+
+std::vector<LinuxMachine::Page> LinuxMachine::privatePages(int pid) const {
+  std::vector<Page> out;
+  std::string maps;
+  const std::string base = options_.procRoot + "/" + std::to_string(pid);
+  if (!readFile(base + "/maps", maps)) return out;
+  for (const Vma& v : parseMaps(maps)) {
+    if (!v.privateAnon()) continue;
+    const auto entries = readPagemap(base + "/pagemap", v.start, v.end, options_.pageBytes);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].present && !entries[i].fileOrSharedAnon) {
+        out.push_back({v.start + i * options_.pageBytes, entries[i].pfn});
+      }
+    }
+  }
+  return out;
+}
+
+void LinuxMachine::trackHotness(int pid) {
+  if (!idle_.available()) return;
+  const std::vector<Page> pages = privatePages(pid);
+  std::vector<std::uint64_t> pfns;
+  for (const Page& p : pages) pfns.push_back(p.pfn);
+  auto& hot = hotness_[pid];
+  // Pages touched since the last scan are no longer idle: count them, then re-arm.
+  if (const auto idle = idle_.idle(pfns)) {
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      if (!(*idle)[i]) ++hot[pages[i].addr];
+    }
+  }
+  idle_.markIdle(pfns);
+}
+
+std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
+  const std::vector<Page> pages = privatePages(pid);
+  std::vector<std::uintptr_t> addrs;
+  addrs.reserve(pages.size());
+  for (const Page& p : pages) addrs.push_back(p.addr);
+  const std::vector<int> nodes = queryPageNodes(movePages_, pid, addrs, options_.chunkPages);
+  const auto& hot = hotness_[pid];
+  std::vector<PageInfo> out;
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    if (node >= 0 && nodes[i] != node) continue;
+    auto h = hot.find(addrs[i]);
+    out.push_back({addrs[i], nodes[i], h == hot.end() ? 0U : h->second});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PageInfo& a, const PageInfo& b) { return a.hotness > b.hotness; });
+  return out;
+}
+
+MoveResult LinuxMachine::movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) {
+  return movePagesChunked(movePages_, pid, pages, node, {options_.chunkPages});
+}
+
+}  // namespace pimcloud

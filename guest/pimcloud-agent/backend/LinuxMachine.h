@@ -1,0 +1,59 @@
+// The Machine on a real Linux kernel: cgroup v2 cpusets (or sched_setaffinity for every
+// thread), move_pages in chunks, free memory from sysfs, and page hotness from idle page
+// tracking (pagemap + page_idle bitmap; without it every page counts as equally hot).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "backend/Cgroup.h"
+#include "backend/Machine.h"
+#include "backend/NumaCalls.h"
+#include "backend/ProcMaps.h"
+
+namespace pimcloud {
+
+struct LinuxMachineOptions {
+  std::string sysfsRoot = "/sys";
+  std::string procRoot = "/proc";
+  std::string cgroupRoot = "/sys/fs/cgroup/pimcloud";
+  bool useCgroups = true;
+  std::size_t pageBytes = 4096;
+  std::size_t chunkPages = 512;
+};
+
+class LinuxMachine : public Machine {
+ public:
+  explicit LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages = realMovePages());
+
+  Status prepare();  // creates the cgroup tree when cgroups are used
+
+  std::map<int, std::uint64_t> freeBytesPerNode() override;
+  Status setAppCpus(const AppHandle& app, const std::vector<int>& cpus) override;
+  Status pinThread(int tid, const std::vector<int>& cpus) override;
+  Status setBeCpus(const std::vector<int>& cpus) override;
+  Status setBeQuota(double fractionOfCpus) override;
+  std::vector<PageInfo> hotPages(int pid, int node) override;
+  MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
+  void trackHotness(int pid) override;
+
+  // Present private anonymous pages of a process with their PFNs (pagemap).
+  struct Page {
+    std::uintptr_t addr;
+    std::uint64_t pfn;
+  };
+  std::vector<Page> privatePages(int pid) const;
+  std::vector<int> threadsOf(int pid) const;
+
+ private:
+  LinuxMachineOptions options_;
+  MovePagesCall movePages_;
+  CgroupTree cgroups_;
+  IdleBitmap idle_;
+  std::set<std::string> placed_;  // "app/pid" already in its cgroup
+  std::size_t beCpus_ = 0;
+  std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
+};
+
+}  // namespace pimcloud
