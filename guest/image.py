@@ -44,6 +44,8 @@ SUITE = "bookworm"
 ARCH = "amd64"
 VARIANT = "minbase"
 INIT_PATH = "/sbin/pimcloud-init"
+# The image is a bare ext4 (no partition table): gem5's IDE disk, QEMU's virtio disk.
+ROOT_DEVICES = {"gem5": "/dev/sda", "qemu": "/dev/vda"}
 # 2025-01-01T00:00:00Z unless the caller sets SOURCE_DATE_EPOCH.
 DEFAULT_SOURCE_DATE_EPOCH = 1735689600
 RECIPE_VERSION = 1
@@ -61,6 +63,14 @@ class ImageArtifacts:
     path: Path
     size_bytes: int
     seconds: float
+
+
+def root_args(platform: str) -> list[str]:
+    """Kernel command-line words that boot this image with our init (``gem5`` or ``qemu``)."""
+    if platform not in ROOT_DEVICES:
+        raise ImageBuildError(f"platform {platform!r} is unknown; use one of "
+                              f"{', '.join(sorted(ROOT_DEVICES))}")
+    return [f"root={ROOT_DEVICES[platform]}", "rootfstype=ext4", "rw", f"init={INIT_PATH}"]
 
 
 def image_dir() -> Path:

@@ -21,6 +21,7 @@ from pimcloud.guest.image import (
     debian_mirror,
     pack_ext4,
     read_package_list,
+    root_args,
     source_date_epoch,
     tree_digest,
 )
@@ -179,3 +180,41 @@ def test_packing_the_same_tree_twice_gives_the_same_bytes(tmp_path: Path) -> Non
         time.sleep(1.1)  # so the second copy's host ctimes differ
     assert images[0] == images[1]
     assert file_type(tmp_path / "one.ext4", "/usr/bin/tool") == "regular"
+
+
+# A shell as init (the words after `--` go to it): no `=` inside, the kernel would split there.
+BOOT_SCRIPT = ("mount -t proc proc /proc; mount -t sysfs sys /sys; numactl --hardware; "
+               "stress-ng --cpu 2 --cpu-ops 200 --metrics-brief; echo pimcloud-image-booted; "
+               "/usr/bin/busybox poweroff -f")
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
+                    reason="qemu-system-x86_64 missing: install Debian's qemu-system-x86")
+def test_image_boots_with_our_kernel_and_runs_the_engines(image: ImageArtifacts) -> None:
+    """Kernel + image under QEMU with the paper topology: the root mounts from virtio, the
+    Debian userland runs, numactl sees the three nodes and stress-ng completes."""
+    from pimcloud.guest.kernel import BOOT_ARGS, build_kernel
+    from pimcloud.topology import load_topology
+    from pimcloud.topology.qemu import machine_args, numa_args
+
+    kernel = build_kernel(log=lambda _line: None)
+    topology = load_topology("paper").with_memory_divided(8)
+    root = [arg for arg in root_args("qemu") if not arg.startswith("init=")]
+    append = " ".join([*BOOT_ARGS, *root, "init=/bin/sh", "--", "-c", f'"{BOOT_SCRIPT}"'])
+    command = ["qemu-system-x86_64", "-accel", "tcg", "-nographic", "-no-reboot",
+               "-monitor", "none", "-serial", "stdio", "-kernel", str(kernel.bzimage),
+               "-drive", f"file={image.path},format=raw,if=virtio,snapshot=on",
+               *machine_args(topology), *numa_args(topology), "-append", append]
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=900,
+                          check=False)
+    console = done.stdout.decode(errors="replace")
+    tail = console[-4000:]
+    assert "pimcloud-image-booted" in console, tail
+    assert "available: 3 nodes (0-2)" in console, tail
+    for node, cpus in ((0, "0 1 2 3"), (1, "4 5 6 7 8 9 10 11"),
+                       (2, "12 13 14 15 16 17 18 19")):
+        assert f"node {node} cpus: {cpus}\r" in console or f"node {node} cpus: {cpus}\n" \
+            in console, tail
+    assert "successful run completed" in console, tail
