@@ -133,26 +133,35 @@ def parse_stats(
     return state.finish()
 
 
-def _chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
-    """The file in pieces that end at a line break, with the number of their first line."""
+def _chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[memoryview, int]]:
+    """The file in pieces that end at a line break, with the number of their first line.
+
+    One buffer is read into again and again (fresh 64 MB blocks cost page faults);
+    a piece is only valid until the next one is asked for, which suits ``feed``:
+    nothing it keeps points into the buffer.
+    """
     line = 1
-    carry = b""
+    buffer = bytearray(chunk_bytes)
+    filled = 0  # bytes in buffer: the carried tail of the last piece, then new data
     with path.open("rb") as stream:
         while True:
-            block = stream.read(chunk_bytes)
-            if not block:
+            if filled == len(buffer):  # one line longer than the buffer: grow it
+                buffer.extend(bytes(len(buffer)))
+            with memoryview(buffer) as free:
+                got = stream.readinto(free[filled:])
+            if not got:
                 break
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than a chunk: keep reading
-                carry = data
+            filled += got
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            if cut == 0:
                 continue
-            carry = data[cut:]
-            piece = data[:cut]
-            yield piece, line
-            line += piece.count(b"\n")
-    if carry:
-        yield carry, line
+            with memoryview(buffer) as view, view[:cut] as piece:
+                yield piece, line
+            line += buffer.count(b"\n", 0, cut)
+            buffer[: filled - cut] = buffer[cut:filled]
+            filled -= cut
+    if filled:
+        yield memoryview(bytes(buffer[:filled])), line
 
 
 class _State:
@@ -191,7 +200,7 @@ class _State:
             f"{line - 1} lines before it. Re-run or re-dump the simulation for a whole file.",
         )
 
-    def feed(self, data: bytes, first_line: int) -> bool:
+    def feed(self, data: bytes | memoryview, first_line: int) -> bool:
         """Parse one chunk; False once the file is damaged and parsing must stop."""
         lines = _line_array(data)
         if lines is None:  # bytes that are not UTF-8: find the first bad line slowly
@@ -320,8 +329,8 @@ class _State:
         self.dump_of_row.append(dumps.astype(np.int32))
         self.lines.append(rows.astype(np.int64) + first_line)
 
-    def _feed_undecodable(self, data: bytes, first_line: int) -> bool:
-        raw_lines = data.split(b"\n")
+    def _feed_undecodable(self, data: bytes | memoryview, first_line: int) -> bool:
+        raw_lines = bytes(data).split(b"\n")
         for offset, raw in enumerate(raw_lines):
             try:
                 raw.decode("utf-8")
@@ -348,7 +357,7 @@ class _State:
         return _assemble(self)
 
 
-def _line_array(data: bytes) -> pa.Array | None:
+def _line_array(data: bytes | memoryview) -> pa.Array | None:
     """The lines of ``data`` (each with its newline) as an Arrow string array, no copy."""
     if not data:
         return pa.array([], pa.string())
