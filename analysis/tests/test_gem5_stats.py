@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from pimcloud.analysis import memlat, views
 from pimcloud.analysis.stats import parse_stats
 from pimcloud.analysis.stats_reference import parse_stats_reference
