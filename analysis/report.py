@@ -13,6 +13,7 @@ mix); ``qos_ns`` (a number or ``{app: ns}``); ``system`` / ``arch`` / ``placemen
 from __future__ import annotations
 
 import html
+import numbers
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -84,7 +85,9 @@ def _apps_of(record: Mapping[str, Any]) -> list[str]:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    """A real number that is not NaN or a bool (numpy scalars count)."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+            and value == value)
 
 
 def _hashable_axes(campaign: Campaign) -> list[str]:

@@ -76,3 +76,23 @@ def test_every_figure_draws(tmp_path: Path) -> None:
         paths = figures.save_figure(figure, tmp_path / f"f{i}")
         assert [p.suffix for p in paths] == [".png", ".svg"]
         assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_report_of_lats_bin_only_campaign_with_numeric_axes(tmp_path: Path) -> None:
+    """Runs whose axes are plain numbers (an int64 column) and that only have lats.bin."""
+    from pimcloud.analysis.results import write_lats_bin
+
+    for rps in (100, 200, 300):
+        run = tmp_path / "c" / f"r{rps}"
+        (run / "x").mkdir(parents=True)
+        (run / "run.json").write_text(f'{{"run_id": "r{rps}", "app": "x", "rps": {rps}}}')
+        sojourn = [1_000, 2_000, rps * 10_000]
+        write_lats_bin(run / "x" / "lats.bin", pd.DataFrame(
+            {"queue_ns": 0, "service_ns": sojourn, "sojourn_ns": sojourn}))
+    index = build_report(tmp_path / "c", tmp_path / "out", qos_ns={"x": 2.5e6})
+    page = index.read_text()
+    assert ">Latency against load</h2>" in page
+    assert ">Timelines</h2>" not in page  # lats.bin has no times
+    loads = pd.read_csv(tmp_path / "out" / "tables" / "max_load_under_qos.csv")
+    # p99 of (1, 2, rps/100) ms is about rps/100 ms: 200 RPS is the last within 2.5 ms
+    assert loads["max_load"].tolist() == [200]
