@@ -152,6 +152,14 @@ MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pa
   return r;
 }
 
+MoveResult FakeMachine::migrateProcess(int pid, const std::vector<int>& from, int to) {
+  std::vector<std::uintptr_t> pages;
+  for (const PageInfo& p : hotPages(pid, -1)) {
+    if (std::find(from.begin(), from.end(), p.node) != from.end()) pages.push_back(p.addr);
+  }
+  return movePages(pid, pages, to);
+}
+
 void FakeLatencySource::start(const std::string& name, double qosNs, double maxRpsHost,
                               double maxRpsPim, int threads) {
   AppEvent e;

@@ -55,6 +55,7 @@ class FakeMachine : public Machine {
   Status setBeQuota(double fraction) override;
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
+  MoveResult migrateProcess(int pid, const std::vector<int>& from, int to) override;
 
   static constexpr std::uint64_t kPageBytes = 4096;
 

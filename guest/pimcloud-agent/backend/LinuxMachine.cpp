@@ -139,3 +139,28 @@ MoveResult LinuxMachine::movePages(int pid, const std::vector<std::uintptr_t>& p
 }
 
 }  // namespace pimcloud
+
+namespace pimcloud {
+
+MoveResult LinuxMachine::migrateProcess(int pid, const std::vector<int>& from, int to) {
+  MoveResult r;
+  std::string text;
+  const std::string path = options_.procRoot + "/" + std::to_string(pid) + "/numa_maps";
+  std::uint64_t before = 0;
+  if (readFile(path, text)) {
+    for (const auto& e : parseNumaMaps(text)) {
+      for (int n : from) {
+        auto it = e.pagesPerNode.find(n);
+        if (it != e.pagesPerNode.end()) before += it->second;
+      }
+    }
+  }
+  long notMoved = 0;
+  r.status = pimcloud::migrateProcess(pid, from, {to}, notMoved);
+  if (!r.status.ok) return r;
+  r.failed = static_cast<std::uint64_t>(std::max(0L, notMoved));
+  r.moved = before > r.failed ? before - r.failed : 0;
+  return r;
+}
+
+}  // namespace pimcloud

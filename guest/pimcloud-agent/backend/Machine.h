@@ -55,6 +55,8 @@ class Machine {
   // Pages of a process on `node` (node < 0: all), hottest first.
   virtual std::vector<PageInfo> hotPages(int pid, int node) = 0;
   virtual MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) = 0;
+  // Moves every page of a process on `from` nodes to `to` (migrate_pages).
+  virtual MoveResult migrateProcess(int pid, const std::vector<int>& from, int to) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
 };

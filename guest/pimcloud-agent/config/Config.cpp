@@ -281,6 +281,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
         c.error("placement.static", "is \"" + name + "\"; use \"ft\", \"cc\" or \"il\"");
       } else {
         cfg.staticPlacement = *sp;
+        cfg.engine.staticPlacement = *sp;
       }
     }
     double mib = 64;

@@ -224,6 +224,7 @@ void Engine::tick(std::int64_t tNs) {
   for (Decision& d : out) pending_.push_back(std::move(d));
 
   apply(tNs);
+  concentrate(tNs);
   if (options_.hotnessScanIntervals > 0 &&
       ticks_++ % static_cast<std::uint64_t>(options_.hotnessScanIntervals) == 0) {
     for (const auto& [id, rt] : apps_) {
@@ -304,6 +305,30 @@ void Engine::apply(std::int64_t tNs) {
   }
   applied_ = want;
   for (AppId id : gone) appGone(tNs, id, "process gone when its cores changed");
+}
+
+void Engine::concentrate(std::int64_t tNs) {
+  if (options_.staticPlacement != StaticPlacement::Concentrated) return;
+  for (auto& [id, rt] : apps_) {
+    if (!rt.inPolicy || rt.concentrated || rt.handle.pid <= 0) continue;
+    const auto res = applied_.residentStack.find(id);
+    if (res == applied_.residentStack.end()) continue;  // the policy keeps no resident stack
+    rt.concentrated = true;
+    std::vector<int> others;
+    for (int s = 1; s <= topology_->stacks; ++s) {
+      if (s != res->second) others.push_back(s);
+    }
+    const MoveResult r = machine_->migrateProcess(rt.handle.pid, others, res->second);
+    Decision d;
+    d.tNs = tNs;
+    d.event = "concentrate";
+    d.app = id;
+    d.appName = rt.spec.name;
+    d.pagesMoved = r.moved;
+    d.reason = "CC: pages gathered on resident stack " + std::to_string(res->second);
+    if (!r.status.ok) d.reason += "; " + r.status.error;
+    pending_.push_back(d);
+  }
 }
 
 void Engine::place(Decision& d) {

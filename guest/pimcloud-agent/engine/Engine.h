@@ -15,6 +15,7 @@
 #include "backend/Machine.h"
 #include "engine/DecisionLog.h"
 #include "engine/LatencySource.h"
+#include "placement/Placement.h"
 #include "policy/Policy.h"
 
 namespace pimcloud {
@@ -46,6 +47,8 @@ struct EngineOptions {
   std::size_t pageBytes = 4096;
   double beQuota = 0;  // cpu.max fraction for BE jobs; <= 0: unlimited
   int hotnessScanIntervals = 10;  // idle-page-tracking round every this many intervals
+  // CC: when an app enters, its pages already elsewhere are gathered on its resident stack.
+  StaticPlacement staticPlacement = StaticPlacement::Concentrated;
 };
 
 class Engine {
@@ -71,6 +74,7 @@ class Engine {
     std::map<int, int> dedicated;  // cpu -> tid
     std::map<int, std::vector<std::uintptr_t>> movedFor;  // remote cpu -> pages moved there
     bool inPolicy = false;
+    bool concentrated = false;
     // Profiling (IV-D1): max RPS on one host core, then on one PIM core.
     int profilePhase = 0;  // 0 none, 1 host, 2 pim
     std::int64_t profileUntil = 0;
@@ -82,6 +86,7 @@ class Engine {
   void profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStats* stats);
   void apply(std::int64_t tNs);
   void place(Decision& d);
+  void concentrate(std::int64_t tNs);
   void appGone(std::int64_t tNs, AppId id, const std::string& why);
   void control(const std::string& line);
   std::map<int, std::uint64_t> freeBytesPerStack();

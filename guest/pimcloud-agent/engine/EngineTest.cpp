@@ -86,6 +86,28 @@ TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
   EXPECT_TRUE(full);
 }
 
+TEST(EnginePlacement, ConcentratedGathersPagesOnTheResidentStackOnce) {
+  for (StaticPlacement sp : {StaticPlacement::Concentrated, StaticPlacement::FirstTouch}) {
+    EngineOptions opts;
+    opts.staticPlacement = sp;
+    Driver d("pimcloud", {}, Topology::paper(), opts);
+    d.app("averse", 300, 100, 100, 1, 50);  // pages on stack 1, resident stack will be 2
+    d.app("friendly", 100, 200, 100, 1);
+    d.tick(5);
+    std::size_t onTwo = 0;
+    for (const PageInfo& p : d.machine.pagesOf.at(1000)) onTwo += p.node == 2;
+    std::size_t events = 0;
+    for (const Decision& x : d.log.history()) events += x.event == "concentrate" && x.appName == "averse";
+    if (sp == StaticPlacement::Concentrated) {
+      EXPECT_EQ(onTwo, 50U);
+      EXPECT_EQ(events, 1U);
+    } else {
+      EXPECT_EQ(onTwo, 0U);
+      EXPECT_EQ(events, 0U);
+    }
+  }
+}
+
 TEST(EngineRecovery, AppThatVanishesMidStepIsRemovedNotFatal) {
   Driver d("pimcloud");
   d.app("a", 300, 100, 100, 2);
