@@ -202,3 +202,12 @@ def test_oneline_statistics_expand_to_indexed_elements(tmp_path: Path) -> None:
     path.write_text(broken)
     with pytest.warns(StatsFileWarning, match="line 5: cannot parse"):
         assert len(parse_stats(path).stats) == 2
+
+
+def test_crlf_lines_and_chunks_smaller_than_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "stats.txt"
+    path.write_bytes(THREE.read_bytes().replace(b"\n", b"\r\n"))
+    reference = parse_stats_reference(THREE)
+    for chunk in (1, 33, 1000):
+        parsed = parse_stats(path, chunk_bytes=chunk)
+        pd.testing.assert_frame_equal(plain(parsed.stats), reference.stats, check_dtype=False)
