@@ -32,6 +32,7 @@ from .results import (
     read_run_record,
 )
 from .stats import StatsFileWarning, parse_stats
+from .views import select
 
 RUN_RECORD = "run.json"
 
@@ -67,8 +68,14 @@ def app_of(path: Path, run_dir: Path, file_name: str) -> str:
     return parent.name if parent != run_dir else ""
 
 
-def load_campaign(root: str | os.PathLike[str], *, with_stats: bool = True) -> Campaign:
-    """Read every run under ``root``.  Damaged files are skipped or cut with a warning."""
+def load_campaign(
+    root: str | os.PathLike[str], *, with_stats: bool = True, stats_pattern: str | None = None
+) -> Campaign:
+    """Read every run under ``root``.  Damaged files are cut with a warning.
+
+    ``stats_pattern`` keeps only the statistics whose names match it (see
+    :func:`views.select`), which bounds memory on campaigns of many large stats files.
+    """
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no such campaign folder")
@@ -133,7 +140,11 @@ def load_campaign(root: str | os.PathLike[str], *, with_stats: bool = True) -> C
         collect("decisions.jsonl", read_decision_log, decisions, False)
         collect("progress.csv", read_progress, progress, True)
         if with_stats:
-            collect("stats.txt", lambda p: parse_stats(p).stats, stats, False)
+            def read(path: Path) -> pd.DataFrame:
+                frame = parse_stats(path).stats
+                return frame if stats_pattern is None else select(frame, stats_pattern)
+
+            collect("stats.txt", read, stats, False)
 
     runs = pd.DataFrame.from_records(records)
     ordered = ["run_id", "run_dir"] + [c for c in runs.columns if c not in ("run_id", "run_dir")]

@@ -28,6 +28,9 @@ from . import figures, memlat, metrics
 from .campaign import Campaign, load_campaign
 
 SYSTEM_AXES = ("system", "arch", "placement", "manager")
+# The statistics the report uses; the others are not kept in memory.
+REPORT_STATS = (r"(simSeconds|sim_seconds|simFreq|.*clk_domain\.clock|.*\.demandMisses"
+                r"|.*\.demandMissLatency|.*\.requestorReadTotalLat|.*\.requestorReadAccesses)$")
 TIMELINE_RUNS = 4  # Fig. 11 panels drawn at most
 
 
@@ -108,7 +111,7 @@ def build_report(
 ) -> Path:
     """Write the report of ``campaign_dir`` into ``out_dir`` (default CAMPAIGN/report);
     returns the path of index.html."""
-    campaign = load_campaign(campaign_dir)
+    campaign = load_campaign(campaign_dir, stats_pattern=REPORT_STATS)
     out = Path(out_dir) if out_dir is not None else campaign.root / "report"
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -295,7 +298,6 @@ def _stats_section(campaign: Campaign, c_cache: float) -> Section:
     per_dump = stats.drop_duplicates(["run_id", "dump"])
     dumps = per_dump.groupby("run_id", observed=True).agg(
         dumps=("dump", "size"), simulated_s=("sim_seconds", "sum"))
-    dumps["rows"] = stats.groupby("run_id", observed=True).size()
     section = Section("gem5 statistics", "", [("stats per run", dumps.reset_index())])
     target = memlat.memory_latency_by_target(stats)
     if len(target):

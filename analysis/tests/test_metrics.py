@@ -146,3 +146,11 @@ def test_colocation_frontier_two_and_three_apps() -> None:
     out = metrics.colocation_frontier(three, {"a": 100, "b": 100, "c": 10}, ["a", "b", "c"])
     assert out.set_index(["x_pct", "y_pct"])["z_pct"].to_dict() == pytest.approx(
         {(20, 70): 100, (20, 90): np.nan, (50, 40): 100, (50, 60): np.nan}, nan_ok=True)
+
+
+def test_select_by_name_pattern() -> None:
+    stats = parse_stats(THREE).stats
+    picked = views.select(stats, r"system\.l3\.demand")
+    assert set(picked["stat"].astype(str)) == {"system.l3.demandMisses",
+                                               "system.l3.demandMissLatency"}
+    assert len(picked) == 6
