@@ -81,7 +81,11 @@ class ParsedStats:
 
 
 def split_description(rest: str) -> tuple[str, str]:
-    """``'Number of ticks (Tick)'`` -> ``('Number of ticks', 'Tick')``."""
+    """``'Number of ticks (Tick)'`` -> ``('Number of ticks', 'Tick')``.
+
+    gem5 since 21.1 always ends a description with its unit; in older files a
+    description's own closing parenthesis (``rate (inst/s)``) reads as a unit.
+    """
     match = _UNIT_RE.match(rest)
     if match is None:
         return rest.strip(), ""
