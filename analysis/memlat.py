@@ -99,6 +99,16 @@ def miss_latency_by_requester(
                   "frequency_hz", "latency_ns"]]
 
 
+def clock_stat_for(cache: str, names: list[str]) -> str | None:
+    """The clock-period statistic of the cores behind ``cache``: a PIM core's cache
+    (``pim`` in its path) takes the PIM clock domain, any other the host's."""
+    clocks = sorted(n for n in names if n.endswith("clk_domain.clock"))
+    pim = "pim" in cache
+    preferred = [c for c in clocks if ("pim" in c) == pim]
+    host = [c for c in preferred if "cpu" in c]
+    return (host or preferred or clocks or [None])[0]
+
+
 def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:
     """Average read latency per dump, memory controller (target) and requester, in ns,
     from ``<ctrl>.requestorReadTotalLat`` over ``<ctrl>.requestorReadAccesses``."""

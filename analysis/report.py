@@ -308,9 +308,14 @@ def _stats_section(campaign: Campaign, c_cache: float) -> Section:
     caches = sorted({n.rsplit(".", 1)[0] for n in names.unique()
                      if n.endswith(".demandMissLatency")})
     estimates = []
+    distinct = sorted(names.unique())
     for cache in caches:
+        clock = memlat.clock_stat_for(cache, distinct)
+        if clock is None:
+            continue
         try:
-            estimates.append(memlat.miss_latency_by_requester(stats, cache, c_cache))
+            estimates.append(memlat.miss_latency_by_requester(stats, cache, c_cache,
+                                                              clock_period_stat=clock))
         except ValueError:
             continue
     if estimates:
@@ -326,7 +331,8 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     (The CSV beside it keeps nanoseconds and every column.)"""
     shown = table.dropna(axis=1, how="all").copy()
     for column in [c for c in shown.columns if str(c).endswith("_ns")]:
-        if pd.api.types.is_numeric_dtype(shown[column]):
+        # Request latencies read best in ms, memory latencies in ns.
+        if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].abs().median() > 1e5:
             shown[str(column).removesuffix("_ns") + "_ms"] = shown.pop(column) / 1e6
     keys = [c for c in ("app", "mix", "system", "arch", "placement", "manager", "rps")
             if c in shown.columns and shown[c].map(lambda v: not isinstance(v, dict | list)).all()]
