@@ -106,7 +106,8 @@ def clock_stat_for(cache: str, names: list[str]) -> str | None:
     pim = "pim" in cache
     preferred = [c for c in clocks if ("pim" in c) == pim]
     host = [c for c in preferred if "cpu" in c]
-    return (host or preferred or clocks or [None])[0]
+    choice = host or preferred or clocks
+    return choice[0] if choice else None
 
 
 def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:
