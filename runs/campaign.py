@@ -1,0 +1,171 @@
+"""A campaign: a spec bound to a folder, a backend and its inputs (kernel, image, gem5).
+
+``prepare_campaign`` is what ``campaign run`` does first: choose the backend, build the
+kernel and image when the spec says "project" and they are missing, and write
+campaign.json.  ``open_campaign`` is what every worker, ``status`` and ``resume`` do: read
+it all back from the folder, so a Slurm task needs nothing but the folder's path.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .backends import FUNCTIONAL_NOTE, Checkpoints, Gem5Backend, QemuBackend
+from .layout import DEFAULT_OUT, CampaignDir, default_checkpoint_root
+from .spec import CampaignSpec, Run, SpecError, load_spec, parse_spec, resolve_spec_path
+
+Log = Any  # Callable[[str], None]
+
+
+class CampaignError(ValueError):
+    """The campaign cannot start or go on: the message says what to do."""
+
+
+@dataclass
+class Campaign:
+    dir: CampaignDir
+    spec: CampaignSpec
+    record: dict[str, Any]
+
+    @property
+    def backend_name(self) -> str:
+        return str(self.record["backend"])
+
+    @property
+    def max_attempts(self) -> int:
+        return self.spec.limits.retries + 1 + int(self.record.get("extra_attempts", 0))
+
+    def runs(self) -> list[Run]:
+        """The spec's runs, then the runs added later (max-load probes)."""
+        runs = self.spec.runs()
+        known = {run.run_id for run in runs}
+        for point in self.record.get("extra_points", []):
+            run = self.spec.run_at(point)
+            if run.run_id not in known:
+                runs.append(run)
+                known.add(run.run_id)
+        return runs
+
+    def run(self, run_id: str) -> Run:
+        for run in self.runs():
+            if run.run_id == run_id:
+                return run
+        raise CampaignError(f"{self.dir.root}: no run {run_id!r} in this campaign")
+
+    def add_points(self, points: list[dict[str, Any]]) -> None:
+        extra = self.record.setdefault("extra_points", [])
+        for point in points:
+            if point not in extra:
+                extra.append(point)
+        self.dir.write_record(self.record)
+
+    def backend(self) -> Gem5Backend | QemuBackend:
+        inputs = self.record["inputs"]
+        if self.backend_name == "gem5":
+            return Gem5Backend(self.checkpoints())
+        return QemuBackend(Path(inputs["kernel"]) if inputs.get("kernel") else None,
+                           Path(inputs["image"]) if inputs.get("image") else None)
+
+    def checkpoints(self) -> Checkpoints:
+        inputs = self.record["inputs"]
+        return Checkpoints(Path(self.record["checkpoint_root"]), Path(self.record["gem5"]),
+                           self.record.get("gem5_version") or "", self.spec,
+                           Path(inputs["kernel"]), Path(inputs["image"]))
+
+
+def choose_backend(choice: str, log: Log) -> tuple[str, Path | None, str | None]:
+    """(backend, gem5 path, gem5 version): ``auto`` takes gem5 when $GEM5 is usable."""
+    from pimcloud.gem5_runner import Gem5Missing, require_usable_gem5
+
+    if choice == "qemu":
+        return "qemu", None, None
+    if choice == "auto" and not os.environ.get("GEM5"):
+        return "qemu", None, None
+    try:
+        info = require_usable_gem5()
+    except Gem5Missing as error:
+        if choice == "gem5":
+            raise CampaignError(f"backend gem5: {error}") from None
+        log(f"gem5 is not usable ({error}); using the QEMU functional backend")
+        return "qemu", None, None
+    return "gem5", info.path, info.version
+
+
+def resolve_inputs(spec: CampaignSpec, backend: str, log: Log) -> dict[str, str | None]:
+    """Kernel and image paths, building the project's own when the spec says "project"."""
+    inputs: dict[str, str | None] = {}
+    if spec.kernel == "project":
+        from pimcloud.guest.kernel import build_kernel
+
+        artifacts = build_kernel(log=log)
+        inputs["kernel"] = str(artifacts.vmlinux if backend == "gem5" else artifacts.bzimage)
+    else:
+        inputs["kernel"] = spec.kernel
+    if spec.image == "project":
+        from pimcloud.guest.image import build_image
+
+        inputs["image"] = str(build_image(log=log).path)
+    else:
+        inputs["image"] = spec.image
+    return inputs
+
+
+def prepare_campaign(spec_path: str | Path, out: Path | None = None,
+                     backend: str | None = None, checkpoint_root: Path | None = None,
+                     log: Log = print) -> Campaign:
+    """Create the campaign folder (or check that it holds this spec) and its inputs."""
+    path = resolve_spec_path(spec_path)
+    spec = load_spec(path)
+    root = (out or DEFAULT_OUT / spec.name).resolve()
+    folder = CampaignDir(root)
+    if folder.record_path.is_file():
+        record = folder.read_record()
+        if record["spec_hash"] != spec.spec_hash:
+            raise CampaignError(
+                f"{root} holds campaign {record['name']!r} of another spec (hash "
+                f"{record['spec_hash']}, this one {spec.spec_hash}): something other than "
+                "the axes, limits or executor changed; give a new --out folder")
+        if backend and backend != "auto" and backend != record["backend"]:
+            raise CampaignError(f"{root} was started with backend {record['backend']}; "
+                                f"give a new --out folder for {backend}")
+        record["spec_text"] = path.read_text(encoding="utf-8")  # new axes, limits
+        record["spec_source"] = str(path.resolve())
+        folder.write_record(record)
+        return Campaign(folder, spec, record)
+    chosen, gem5, version = choose_backend(backend or spec.backend, log)
+    inputs = resolve_inputs(spec, chosen, log)
+    record = {
+        "name": spec.name,
+        "spec_hash": spec.spec_hash,
+        "spec_source": str(path.resolve()),
+        "spec_text": path.read_text(encoding="utf-8"),
+        "backend": chosen,
+        "timing": "architectural (gem5)" if chosen == "gem5" else FUNCTIONAL_NOTE,
+        "gem5": str(gem5) if gem5 else None,
+        "gem5_version": version,
+        "inputs": inputs,
+        "checkpoint_root": str((checkpoint_root or default_checkpoint_root()).resolve()),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "extra_points": [],
+    }
+    root.mkdir(parents=True, exist_ok=True)
+    folder.write_record(record)
+    return Campaign(folder, spec, record)
+
+
+def open_campaign(root: Path) -> Campaign:
+    folder = CampaignDir(Path(root).resolve())
+    record = folder.read_record()
+    source = record["spec_source"]
+    try:
+        raw = tomllib.loads(record["spec_text"])
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(source, "(file)", str(error), "fix the TOML syntax") from None
+    spec = parse_spec(raw, source=source, default_name=Path(source).stem,
+                      base_dir=Path(source).parent)
+    return Campaign(folder, spec, record)

@@ -1,0 +1,211 @@
+"""One run's guest scenario: the folder the guest init unpacks and runs (guest/init/README.md).
+
+    run.sh          starts the manager (pimcloud-agent), the best-effort jobs and every LC
+                    service (the harness in integrated mode), waits for the services,
+                    stops the rest; exit 0 only when every service finished
+    scenario.json   the run's parameters (also copied into the results)
+    agent.json      the agent's config (guest/pimcloud-agent/config): policy, placement, apps
+    bin/, lib/      our programs from the host's CMake build and the shared libraries they
+                    need beyond the C/C++ runtime, for images that lack them; the guest
+                    prefers /opt/pimcloud/bin (the image's own copies)
+
+Results the guest leaves in /results, as analysis reads them (analysis/README.md):
+``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<be>/progress.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+
+from .layout import REPO_ROOT
+from .spec import Run
+
+BUILD_DIR = REPO_ROOT / "build"
+GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
+LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
+# Libraries every Debian root has: never shipped.
+BASE_LIBRARIES = re.compile(r"^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|"
+                            r"libpthread|libdl|librt)")
+
+
+def program_candidates(name: str) -> list[Path]:
+    """Where the host's CMake build leaves a program (``pimcloud-kvstore``, ...)."""
+    if not BUILD_DIR.is_dir():
+        return []
+    return sorted(p for p in BUILD_DIR.glob(f"**/{name}") if p.is_file() and
+                  p.stat().st_mode & 0o111 and "CMakeFiles" not in p.parts)
+
+
+def shared_libraries(program: Path) -> list[Path]:
+    """The shared libraries ``program`` needs beyond the C/C++ runtime (from ldd)."""
+    try:
+        listing = subprocess.run(["ldd", str(program)], capture_output=True, text=True,
+                                 check=False, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    libraries = []
+    for line in listing.splitlines():
+        name, _, rest = line.strip().partition(" => ")
+        path = rest.split(" (")[0].strip()
+        if rest and path.startswith("/") and not BASE_LIBRARIES.match(name):
+            libraries.append(Path(path))
+    return libraries
+
+
+def agent_config(run: Run) -> dict[str, Any]:
+    s = run.scenario
+    apps = []
+    for app in run.apps:
+        entry: dict[str, Any] = {"name": app.name, "threads": app.threads or s.threads}
+        if app.qos_ns is not None:
+            entry["qos_ms"] = app.qos_ns / 1e6
+        apps.append(entry)
+    return {
+        "policy": s.manager,
+        "interval_ms": 100,
+        "topology": "sysfs",
+        "placement": {"static": s.placement},
+        "apps": apps,
+        "latency": LATENCY_FILE,
+        "log": f"{GUEST_RESULTS}/decisions.jsonl",
+        "summary": f"{GUEST_RESULTS}/agent-summary.json",
+    }
+
+
+def harness_command(run: Run, index: int, backend: str) -> list[str]:
+    """The harness command of the ``index``-th LC app of the run."""
+    s = run.scenario
+    app = run.apps[index]
+    rps = s.rps_of(app)
+    length = run.spec.length
+    command = [f"pimcloud-{app.name}", "--mode", "integrated", "--rps", f"{rps:g}",
+               "--seconds", f"{length.measured_s:g}",
+               "--warmup", str(math.ceil(rps * length.warmup_s)),
+               "--seed", str(s.seed + index), "--threads", str(app.threads or s.threads),
+               "--out", f"{GUEST_RESULTS}/{app.name}", "--stats-file", LATENCY_FILE,
+               "--interval-ms", "100"]
+    # One dump of gem5's statistics per monitoring interval is enough for the whole run;
+    # when every app asked, the dumps would multiply.
+    if backend == "gem5" and run.spec.gem5.harness_hooks and index == 0:
+        command.append("--gem5")
+    if app.data:
+        command += ["--data", app.data]
+    for key, value in sorted(app.options.items()):
+        command += ["--opt", f"{key}={value}"]
+    return command
+
+
+def run_script(run: Run, backend: str) -> str:
+    s = run.scenario
+    q = shlex.quote
+    lines = [
+        "#!/bin/sh",
+        f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
+        'HERE="${PIMCLOUD_SCENARIO_DIR:-$(pwd)}"',
+        f'R="${{PIMCLOUD_RESULTS:-{GUEST_RESULTS}}}"',
+        'export PATH="/opt/pimcloud/bin:$HERE/bin:$PATH"',
+        'export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"',
+        'say() { echo "pimcloud-run $*"; }',
+        'have() { command -v "$1" >/dev/null 2>&1; }',
+        "mkdir -p /run/pimcloud",
+        'cp "$HERE/scenario.json" "$R/scenario.json"',
+    ]
+    for app in run.apps:
+        lines.append(f'have pimcloud-{app.name} || {{ say "missing pimcloud-{app.name}: build '
+                     f'the workloads (make cxx) and rebuild the image"; exit 3; }}')
+    lines.append('AGENT=""')
+    if s.manager != "none":
+        lines += [
+            "if have pimcloud-agent; then",
+            '  pimcloud-agent --config "$HERE/agent.json" > "$R/agent.log" 2>&1 &',
+            "  AGENT=$!",
+            f'  say "manager {s.manager} pid $AGENT"',
+        ]
+        if s.manager == "default":
+            lines += ["else", '  say "no pimcloud-agent in the guest: default is plain Linux '
+                      'scheduling, run without its log"', "fi"]
+        else:
+            lines += ["else", f'  say "missing pimcloud-agent: manager {s.manager} needs it"',
+                      "  exit 3", "fi"]
+    lines.append('BE=""')
+    for job in s.be:
+        lines += [
+            f"if have pimcloud-be-{job}; then",
+            f'  pimcloud-be-{job} --out "$R/{job}" > "$R/{job}.log" 2>&1 &',
+            "elif have stress-ng; then",
+            f"  stress-ng --{job} 0 > \"$R/{job}.log\" 2>&1 &",
+            "else",
+            f'  say "missing best-effort job {job}"; exit 3',
+            "fi",
+            'BE="$BE $!"',
+        ]
+    lines.append('LC=""')
+    for index, app in enumerate(run.apps):
+        command = " ".join(q(part) if not part.startswith(GUEST_RESULTS) else
+                           f'"$R{part[len(GUEST_RESULTS):]}"'
+                           for part in harness_command(run, index, backend))
+        lines += [f'mkdir -p "$R/{app.name}"',
+                  f'{command} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"']
+    lines += [
+        "status=0",
+        "for pid in $LC; do",
+        "  wait $pid || { code=$?; say \"service pid $pid exit $code\"; status=1; }",
+        "done",
+        "for pid in $BE $AGENT; do kill $pid 2>/dev/null; done",
+        "for pid in $BE $AGENT; do wait $pid 2>/dev/null; done",
+        'say "done status $status"',
+        "exit $status",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = True
+                   ) -> dict[str, Any]:
+    """Write the run's scenario folder; returns what went into scenario.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shipped: list[str] = []
+    if ship_programs:
+        names = [f"pimcloud-{app.name}" for app in run.apps]
+        names += [f"pimcloud-be-{job}" for job in run.scenario.be]
+        if run.scenario.manager != "none":
+            names.append("pimcloud-agent")
+        for name in names:
+            candidates = program_candidates(name)
+            if not candidates:
+                continue
+            (folder / "bin").mkdir(exist_ok=True)
+            shutil.copy2(candidates[0], folder / "bin" / name)
+            shipped.append(name)
+            for library in shared_libraries(candidates[0]):
+                (folder / "lib").mkdir(exist_ok=True)
+                shutil.copy2(library, folder / "lib" / library.name)
+    parameters = {
+        "campaign": run.spec.name,
+        "run_id": run.run_id,
+        "backend": backend,
+        "topology": run.topology,
+        "apps": {app.name: {"rps": run.scenario.rps_of(app), "qos_ns": app.qos_ns,
+                            "command": harness_command(run, i, backend)}
+                 for i, app in enumerate(run.apps)},
+        "manager": run.scenario.manager,
+        "placement": run.scenario.placement,
+        "seed": run.scenario.seed,
+        "be": list(run.scenario.be),
+        "warmup_s": run.spec.length.warmup_s,
+        "measured_s": run.spec.length.measured_s,
+        "shipped_programs": shipped,
+    }
+    atomic_write_text(folder / "scenario.json", json.dumps(parameters, indent=1) + "\n")
+    atomic_write_text(folder / "agent.json", json.dumps(agent_config(run), indent=1) + "\n")
+    atomic_write_text(folder / "run.sh", run_script(run, backend))
+    (folder / "run.sh").chmod(0o755)
+    return parameters

@@ -1,0 +1,145 @@
+"""Adaptive max-load search: an app's max load under QoS (the knee) by bisection on RPS.
+
+A probe is an ordinary run of the campaign (the app alone at some RPS, the rest of the
+scenario as the spec's template says), so it is made, retried and resumed like any run,
+and every finished run of the app alone with the same manager, placement and seed - probes
+of earlier searches and sweep runs alike - counts as a known point before anything new is
+run.  Probe loads are rounded to ``SIGNIFICANT`` digits so that searches meet on the same
+points.  The search ends when the highest load meeting QoS and the lowest missing it are
+within ``tolerance`` of each other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pimcloud.atomic import atomic_write_text
+
+from .campaign import Campaign, CampaignError
+from .layout import RUN_RECORD
+
+SIGNIFICANT = 3
+MAX_PROBES = 30
+
+
+@dataclass
+class MaxLoad:
+    app: str
+    qos_ns: float
+    max_load_rps: float  # highest load seen meeting QoS (0: none did)
+    first_miss_rps: float | None  # lowest load seen missing it
+    probes: list[dict[str, Any]] = field(default_factory=list)  # rps, p99_ns, meets, run_id
+    reused: int = 0  # known points taken from finished runs
+
+
+def round_rps(value: float) -> float:
+    if value <= 0:
+        return 0.0
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+def p99_ns(run_dir: Path, app: str) -> float | None:
+    """The p99 sojourn time of ``app`` in a finished run folder (lats.bin)."""
+    from pimcloud.analysis.results import read_lats_bin
+
+    for path in sorted(run_dir.rglob("lats.bin")):
+        if path.parent.name == app:
+            frame = read_lats_bin(path)
+            if len(frame):
+                return float(np.percentile(frame["sojourn_ns"].to_numpy(), 99))
+    return None
+
+
+def known_points(campaign: Campaign, app: str) -> dict[float, tuple[float, str]]:
+    """rps -> (p99, run id) of every finished run of ``app`` alone with the template's
+    manager, placement and seed."""
+    template = campaign.spec.scenario
+    points: dict[float, tuple[float, str]] = {}
+    for run_dir in sorted((campaign.dir.root / "runs").glob(f"*/{RUN_RECORD}")):
+        record = json.loads(run_dir.read_text())
+        if record.get("app") != app or any(record.get(k) != getattr(template, k)
+                                           for k in ("manager", "placement", "seed")):
+            continue
+        if record.get("be"):
+            continue
+        p99 = p99_ns(run_dir.parent, app)
+        if p99 is not None and isinstance(record.get("rps"), int | float):
+            points[float(record["rps"])] = (p99, record["run_id"])
+    return points
+
+
+def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
+                  start_rps: float | None = None, tolerance: float = 0.05,
+                  log: Callable[[str], None] = print) -> MaxLoad:
+    """Bisect on RPS until the knee is within ``tolerance``; ``make_runs`` makes every
+    pending run of the campaign (an executor)."""
+    spec = campaign.spec
+    app_spec = spec.apps.get(app)
+    if app_spec is None or app_spec.qos_ns is None:
+        raise CampaignError(f"{spec.source}: max-load search of {app} needs its QoS: add "
+                            f'[apps.{app}] qos = "10ms"')
+    qos = app_spec.qos_ns
+    start = start_rps or (app_spec.max_rps or 0.0)
+    if start <= 0:
+        raise CampaignError(f"max-load search of {app}: give --start RPS (or [apps.{app}] "
+                            "max_rps) as a first guess")
+    result = MaxLoad(app, qos, 0.0, None)
+    known = known_points(campaign, app)
+    result.reused = len(known)
+    if known:
+        log(f"maxload {app}: {len(known)} finished run(s) reused")
+
+    def bounds() -> tuple[float, float | None]:
+        meets = [rps for rps, (p99, _) in known.items() if p99 <= qos]
+        lo = max(meets, default=0.0)
+        misses = [rps for rps, (p99, _) in known.items() if p99 > qos and rps > lo]
+        return lo, min(misses, default=None)
+
+    def probe(rps: float) -> None:
+        rps = round_rps(rps)
+        if rps in known:
+            return
+        point = {"apps": [app], "rps": rps}
+        campaign.add_points([point])
+        run = campaign.spec.run_at(point)
+        make_runs()
+        if not campaign.dir.is_done(run.run_id):
+            raise CampaignError(f"max-load probe {run.run_id} failed; see "
+                                f"{campaign.dir.failed_dir(run.run_id)}")
+        p99 = p99_ns(campaign.dir.run_dir(run.run_id), app)
+        if p99 is None:
+            raise CampaignError(f"max-load probe {run.run_id} left no lats.bin for {app}")
+        known[rps] = (p99, run.run_id)
+        log(f"maxload {app}: {rps:g} rps -> p99 {p99 / 1e6:.3f} ms "
+            f"({'meets' if p99 <= qos else 'misses'} {qos / 1e6:g} ms)")
+
+    if not known:
+        probe(start)
+    for _ in range(MAX_PROBES):
+        lo, hi = bounds()
+        if hi is None:  # nothing missed QoS yet: go up
+            probe(max(lo * 2, start))
+            continue
+        if lo == 0.0 and min(known) >= hi:  # everything missed QoS: go down
+            if hi / 2 < 1e-3:
+                break
+            probe(hi / 2)
+            continue
+        if hi - lo <= tolerance * hi:
+            break
+        middle = round_rps((lo + hi) / 2)
+        if middle in known or middle in (lo, hi):
+            break
+        probe(middle)
+    lo, hi = bounds()
+    result.max_load_rps, result.first_miss_rps = lo, hi
+    result.probes = [{"rps": rps, "p99_ns": p99, "meets_qos": p99 <= qos, "run_id": run_id}
+                     for rps, (p99, run_id) in sorted(known.items())]
+    atomic_write_text(campaign.dir.root / f"maxload-{app}.json",
+                      json.dumps(asdict(result), indent=1) + "\n")
+    return result

@@ -1,0 +1,119 @@
+"""``campaign plan``: the runs a spec makes and the host time they should take.
+
+Estimates come from the speed tables (pimcloud.runs.speeds): per run
+``overhead + host_per_sim x (warm-up + measured)``, plus one checkpoint boot per
+topology (gem5), spread over the parallel jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .spec import CampaignSpec, Run
+from .speeds import Speed, speed_of
+from .status import format_seconds
+
+BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: CampaignSpec
+    backend: str
+    runs: list[Run]
+    per_run: dict[str, float]  # run id -> estimated host seconds
+    boots: dict[str, float]  # topology -> estimated host seconds (gem5, to be made)
+    speeds: dict[str, Speed]  # what the estimates come from
+    jobs: int
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.per_run.values()) + sum(self.boots.values())
+
+    @property
+    def wall_s(self) -> float:
+        """Boots first (in parallel), then the runs ``jobs`` at a time."""
+        boots = max(self.boots.values(), default=0.0)
+        runs = sorted(self.per_run.values(), reverse=True)
+        lanes = [0.0] * max(1, self.jobs)
+        for seconds in runs:  # longest first onto the least loaded lane
+            lanes[lanes.index(min(lanes))] += seconds
+        return boots + max(lanes)
+
+
+def make_plan(spec: CampaignSpec, backend: str, jobs: int,
+              have_checkpoint: set[str] | None = None) -> Plan:
+    runs = spec.runs()
+    length = spec.length.warmup_s + spec.length.measured_s
+    per_run: dict[str, float] = {}
+    speeds: dict[str, Speed] = {}
+    for run in runs:
+        speed = speed_of(backend, "run", run.topology)
+        speeds[f"{backend}/run/{Path(run.topology).stem}"] = speed
+        per_run[run.run_id] = speed.host_seconds(length)
+    boots: dict[str, float] = {}
+    if backend == "gem5":
+        for topology in sorted({run.topology for run in runs}):
+            if have_checkpoint and topology in have_checkpoint:
+                continue
+            speed = speed_of("gem5", "boot", topology)
+            speeds[f"gem5/boot/{Path(topology).stem}"] = speed
+            boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
+    return Plan(spec, backend, runs, per_run, boots, speeds, jobs)
+
+
+def _loads(run: Run) -> str:
+    return ", ".join(f"{app.name} {run.scenario.rps_of(app):g}" for app in run.apps)
+
+
+def format_plan(plan: Plan) -> str:
+    spec = plan.spec
+    rows = [("run", "topology", "rps", "manager", "placement", "seed", "host time")]
+    for run in plan.runs:
+        s = run.scenario
+        rows.append((run.run_id, Path(run.topology).stem, _loads(run), s.manager,
+                     s.placement, str(s.seed), format_seconds(plan.per_run[run.run_id])))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [f"campaign {spec.name} ({spec.source}), spec hash {spec.spec_hash}",
+             f"backend {plan.backend}; {len(plan.runs)} runs of "
+             f"{spec.length.warmup_s:g} s warm-up + {spec.length.measured_s:g} s measured "
+             "(simulated)" if plan.backend == "gem5" else
+             f"backend {plan.backend} (functional: no timing); {len(plan.runs)} runs of "
+             f"{spec.length.warmup_s:g} s warm-up + {spec.length.measured_s:g} s measured",
+             ""]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths,
+                                                                       strict=True)).rstrip())
+    lines.append("")
+    for topology, seconds in plan.boots.items():
+        lines.append(f"checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)} "
+                     "(once, shared by every run)")
+    lines.append(f"total host time {format_seconds(plan.total_s)}; with {plan.jobs} "
+                 f"parallel job(s) about {format_seconds(plan.wall_s)} of wall time")
+    lines.append(f"limits per run: {format_seconds(spec.limits.host_time_s)} host time, "
+                 f"{spec.limits.memory_bytes / 2**30:g} GiB, {spec.limits.retries} "
+                 "retries")
+    lines.append("speeds used (host s = overhead + factor x simulated s):")
+    for key, speed in plan.speeds.items():
+        lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x  "
+                     f"[{speed.source}]")
+    return "\n".join(lines)
+
+
+def plan_jobs(spec: CampaignSpec, jobs: int) -> int:
+    """Parallel jobs the plan assumes: the given number, the spec's, else this machine's."""
+    if jobs > 0:
+        return jobs
+    if spec.executor.jobs > 0:
+        return spec.executor.jobs
+    if spec.executor.kind == "slurm":
+        return spec.executor.max_parallel or len(spec.runs())
+    import os
+
+    from .executors import memory_available
+
+    cores = len(os.sched_getaffinity(0))
+    memory = memory_available()
+    return max(1, min(cores, math.floor(memory / spec.limits.memory_bytes) if memory else cores))

@@ -1,0 +1,636 @@
+"""Campaign specs: one TOML file -> a validated ``CampaignSpec`` -> the list of runs.
+
+A spec names the system (topology, kernel, image, backend), a scenario template (the LC
+services, their load, the resource manager, the placement policy, seeds, best-effort
+jobs), the axes to sweep, the run length, gem5 options, per-run limits and the executor.
+Every mistake is a ``SpecError`` naming the file, the field, the value and the fix, the
+same way the topology model reports its own (pimcloud.topology.parse).
+
+Runs are the cartesian product of the axes, in the order the axes are written; each run
+is the template with the axis values put in, and its id is made from those values.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pimcloud.topology import TopologyError, load_topology
+from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
+
+CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
+# The resource managers the agent registers (guest/pimcloud-agent/policy), and "none":
+# no agent at all (plain Linux, as "default" but without the agent's log).
+MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
+            "octopus-man", "none")
+PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent config)
+BACKENDS = ("auto", "gem5", "qemu")
+EXECUTORS = ("local", "slurm")
+# What the scenario template holds; each of these may also be an axis.
+SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads")
+AXIS_KEYS = (*SCENARIO_KEYS, "topology")
+APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+
+
+class SpecError(ValueError):
+    """An invalid campaign spec: names the file, the dotted field, the value and the fix."""
+
+    def __init__(self, source: str, field_name: str, value: object, fix: str) -> None:
+        self.source, self.field, self.value, self.fix = source, field_name, value, fix
+        if value == "(missing)":
+            super().__init__(f"{source}: {field_name} is missing: {fix}")
+            return
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"{source}: {field_name} = {shown}: {fix}")
+
+
+def parse_host_seconds(text: object) -> float:
+    """Host (wall-clock) seconds from "90s", "30min", "6h", "2d"."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)\s*", text) if isinstance(
+        text, str) else None
+    if not match or match.group(2) not in HOST_TIME_UNITS:
+        raise UnitError('write a host time as a number and one of s, min, h, d, e.g. "6h"')
+    return float(match.group(1)) * HOST_TIME_UNITS[match.group(2)]
+
+
+# ----------------------------------------------------------------------------- the model
+
+@dataclass(frozen=True)
+class AppSpec:
+    """What the campaign knows of one latency-critical service."""
+
+    name: str
+    max_rps: float | None = None  # max load under QoS, needed when loads are fractions
+    qos_ns: float | None = None  # p99 target
+    threads: int | None = None  # harness workers (default: the scenario's threads)
+    options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
+    data: str | None = None  # the service's data set in the guest (harness --data)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One run's guest-side content: which services, how loaded, managed how."""
+
+    apps: tuple[str, ...]
+    load: float | None  # fraction of each app's max load ...
+    rps: float | dict[str, float] | None  # ... or offered requests per second
+    manager: str
+    placement: str
+    seed: int
+    be: tuple[str, ...]
+    threads: int
+
+    def rps_of(self, app: AppSpec) -> float:
+        """The offered load of ``app`` in requests per second."""
+        if self.rps is not None:
+            return float(self.rps[app.name] if isinstance(self.rps, dict) else self.rps)
+        assert self.load is not None and app.max_rps is not None
+        return self.load * app.max_rps
+
+
+@dataclass(frozen=True)
+class Length:
+    warmup_s: float  # simulated seconds before the measured region
+    measured_s: float  # simulated seconds measured
+
+
+@dataclass(frozen=True)
+class Gem5Options:
+    stats_period: str | None = None  # pim_fs.py --stats-period (e.g. "100ms")
+    mem_divisor: int = 1
+    boot_cpu: str = "atomic"
+    harness_hooks: bool = True  # harness --gem5: work items and a stats dump per interval
+    limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
+    extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
+
+
+@dataclass(frozen=True)
+class QemuOptions:
+    mem_divisor: int | None = None  # default: each node <= 1 GiB (pimcloud.guest.qemu)
+    append: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    host_time_s: float
+    memory_bytes: int
+    retries: int
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    kind: str = "local"
+    jobs: int = 0  # 0: from the machine's cores and memory
+    partition: str | None = None
+    account: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+    max_parallel: int = 0  # Slurm array throttle (%N); 0: none
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    source: str
+    name: str
+    description: str
+    topology: str
+    kernel: str  # "project" or a path
+    image: str  # "project" or a path
+    backend: str
+    scenario: Scenario
+    apps: dict[str, AppSpec]
+    axes: dict[str, tuple[Any, ...]]
+    length: Length
+    gem5: Gem5Options
+    qemu: QemuOptions
+    limits: Limits
+    executor: ExecutorSpec
+
+    def science(self) -> dict[str, Any]:
+        """What decides a run's results apart from its axes: the spec hash covers this.
+        Limits, retries and the executor change how runs are made, not what they give."""
+        data = asdict(self)
+        for key in ("source", "name", "description", "axes", "limits", "executor"):
+            data.pop(key)
+        return data
+
+    @property
+    def spec_hash(self) -> str:
+        return _digest(self.science())
+
+    def runs(self) -> list[Run]:
+        """Every run: the cartesian product of the axes, in the order they are written."""
+        names = list(self.axes)
+        runs = []
+        for values in itertools.product(*(self.axes[name] for name in names)):
+            point = dict(zip(names, values, strict=True))
+            runs.append(self.run_at(point))
+        ids = [run.run_id for run in runs]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise SpecError(self.source, "axes", duplicates[0],
+                            "two runs get the same id; remove repeated axis values")
+        return runs
+
+    def run_at(self, point: Mapping[str, Any]) -> Run:
+        """The run at one point of the axes (also points outside them: max-load search)."""
+        scenario = self.scenario
+        topology = self.topology
+        changes: dict[str, Any] = {}
+        for name, value in point.items():
+            if name == "topology":
+                topology = str(value)
+            elif name == "apps":
+                changes["apps"] = _mix(value)
+            elif name == "be":
+                changes["be"] = tuple(value)
+            elif name == "rps":
+                changes["rps"], changes["load"] = value, None
+            elif name == "load":
+                changes["load"], changes["rps"] = value, None
+            else:
+                changes[name] = value
+        scenario = replace(scenario, **changes)
+        return Run(run_id=run_id_of(point), point=dict(point), topology=topology,
+                   scenario=scenario, spec=self)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One point of a campaign: a scenario on a topology."""
+
+    run_id: str
+    point: dict[str, Any]  # the axis values that make this run
+    topology: str
+    scenario: Scenario
+    spec: CampaignSpec
+
+    @property
+    def apps(self) -> list[AppSpec]:
+        return [self.spec.apps.get(name, AppSpec(name)) for name in self.scenario.apps]
+
+    @property
+    def run_hash(self) -> str:
+        return _digest({"spec": self.spec.science(), "topology": self.topology,
+                        "scenario": asdict(self.scenario)})
+
+    def axes_record(self) -> dict[str, Any]:
+        """run.json's axes in the analysis format (analysis/README.md): ``app`` or
+        ``apps`` + ``mix``, ``rps`` (number or {app: rps}), ``qos_ns``, ``manager``..."""
+        s = self.scenario
+        apps = self.apps
+        record: dict[str, Any] = {}
+        if len(apps) == 1:
+            record["app"] = apps[0].name
+            record["rps"] = round(s.rps_of(apps[0]), 6)
+        else:
+            record["apps"] = [a.name for a in apps]
+            record["mix"] = "+".join(a.name for a in apps)
+            record["rps"] = {a.name: round(s.rps_of(a), 6) for a in apps}
+        if s.load is not None:
+            record["load"] = s.load
+        record["manager"] = s.manager
+        record["placement"] = s.placement
+        record["seed"] = s.seed
+        if s.be:
+            record["be"] = list(s.be)
+        if "topology" in self.point:
+            record["arch"] = self.topology  # analysis draws Table III per "arch"
+        record["topology"] = self.topology
+        qos = {a.name: a.qos_ns for a in apps if a.qos_ns is not None}
+        if qos:
+            record["qos_ns"] = qos
+        return record
+
+
+def _digest(data: object) -> str:
+    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _mix(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part for part in value.split("+") if part)
+    return tuple(str(v) for v in value)  # type: ignore[attr-defined]
+
+
+def _id_part(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "+".join(_id_part(v) for v in value)
+    if isinstance(value, dict):
+        return "+".join(f"{k}{_id_part(v)}" for k, v in sorted(value.items()))
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
+
+
+def run_id_of(point: Mapping[str, Any]) -> str:
+    """``apps-kvstore+oltp_load-0.3_manager-pimcloud``: readable, one folder name."""
+    if not point:
+        return "single"
+    return "_".join(f"{name}-{_id_part(value)}" for name, value in point.items())
+
+
+# ----------------------------------------------------------------------------- parsing
+
+class _Table:
+    """Typed, checked access to one TOML table; remembers which keys were read, so that
+    unknown keys (misspellings) are errors, as in the topology parser."""
+
+    def __init__(self, source: str, path: str, data: object) -> None:
+        if not isinstance(data, dict):
+            raise SpecError(source, path or "(top level)", data, "this must be a table")
+        self.source, self.path, self.data = source, path, data
+        self.read: set[str] = set()
+
+    def name(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def error(self, key: str, value: object, fix: str) -> SpecError:
+        return SpecError(self.source, self.name(key), value, fix)
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return self.data.get(key, default)
+
+    def string(self, key: str, default: str | None = None) -> str:
+        value = self.raw(key, default)
+        if value is None:
+            raise self.error(key, "(missing)", f"add {self.name(key)} = \"...\"")
+        if not isinstance(value, str):
+            raise self.error(key, value, "must be a string")
+        return value
+
+    def choice(self, key: str, options: tuple[str, ...], default: str) -> str:
+        value = self.string(key, default)
+        if value not in options:
+            close = difflib.get_close_matches(value, options, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise self.error(key, value, hint + "choose one of " +
+                             ", ".join(repr(o) for o in options))
+        return value
+
+    def integer(self, key: str, default: int, minimum: int = 0) -> int:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, value, "must be a whole number")
+        if value < minimum:
+            raise self.error(key, value, f"must be at least {minimum}")
+        return value
+
+    def number(self, key: str, default: float | None, minimum: float = 0.0) -> float | None:
+        value = self.raw(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, value, "must be a number")
+        if value < minimum or not math.isfinite(value):
+            raise self.error(key, value, f"must be a finite number of at least {minimum}")
+        return float(value)
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.raw(key, list(default))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, value, 'must be a list of strings, e.g. ["a", "b"]')
+        return tuple(value)
+
+    def seconds(self, key: str, default: str | None) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            raise self.error(key, "(missing)", f'add {self.name(key)} = "200ms"')
+        try:
+            picoseconds = parse_time_ps(value)
+        except UnitError as error:
+            raise self.error(key, value, str(error)) from None
+        if picoseconds <= 0 and key != "warmup":
+            raise self.error(key, value, "must be greater than zero")
+        return picoseconds / 1e12
+
+    def table(self, key: str) -> _Table:
+        return _Table(self.source, self.name(key), self.raw(key, {}))
+
+    def finish(self) -> None:
+        for key in self.data:
+            if key not in self.read:
+                close = difflib.get_close_matches(key, sorted(self.read), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                known = ", ".join(sorted(self.read))
+                raise self.error(key, self.data[key], f"unknown field; {hint}known here: {known}")
+
+
+def resolve_spec_path(name_or_path: str | Path) -> Path:
+    """A spec file, or the name of one in runs/campaigns/ ("quickstart")."""
+    candidate = Path(name_or_path)
+    if candidate.is_file():
+        return candidate
+    shipped = CAMPAIGN_DIR / f"{name_or_path}.toml"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in CAMPAIGN_DIR.glob("*.toml")))
+    raise SpecError(str(name_or_path), "(file)", str(name_or_path),
+                    f"no such spec file; give a path or one of: {names}")
+
+
+def load_spec(name_or_path: str | Path) -> CampaignSpec:
+    path = resolve_spec_path(name_or_path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(str(path), "(file)", str(error), "fix the TOML syntax") from None
+    return parse_spec(raw, source=str(path), default_name=path.stem)
+
+
+def parse_spec(raw: dict[str, Any], source: str = "<memory>",
+               default_name: str = "campaign", base_dir: Path | None = None) -> CampaignSpec:
+    """Validate a TOML document into a ``CampaignSpec``; every run is checked too.
+    Relative paths (kernel, image, topology files) are relative to ``base_dir``, by
+    default the folder of ``source``."""
+    base = base_dir or (Path(source).resolve().parent if source != "<memory>" else Path.cwd())
+    top = _Table(source, "", raw)
+    name = top.string("name", default_name)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise top.error("name", name, "use letters, digits, '.', '_' and '-' (a folder name)")
+    description = top.string("description", "")
+
+    system = top.table("system")
+    topology = _topology_name(system.string("topology", "paper"), base)
+    _check_topology(system, "topology", topology)
+    kernel = system.string("kernel", "project")
+    image = system.string("image", "project")
+    for key, value in (("kernel", kernel), ("image", image)):
+        if value == "project":
+            continue
+        path = base / Path(value).expanduser()
+        if not path.is_file():
+            raise system.error(key, value, 'no such file; give a path or "project" (the '
+                               "project's own build, made when missing)")
+        if key == "kernel":
+            kernel = str(path.resolve())
+        else:
+            image = str(path.resolve())
+    backend = system.choice("backend", BACKENDS, "auto")
+    system.finish()
+
+    apps = _parse_apps(top.table("apps"))
+    scenario_table = top.table("scenario")
+    scenario = _parse_scenario(scenario_table)
+    scenario_table.finish()
+    axes = _parse_axes(top.table("axes"), base)
+
+    length_table = top.table("length")
+    length = Length(length_table.seconds("warmup", "0ms"),
+                    length_table.seconds("measured", None))
+    length_table.finish()
+
+    g = top.table("gem5")
+    stats_period = g.raw("stats_period")
+    if stats_period is not None:
+        g.seconds("stats_period", None)
+    gem5 = Gem5Options(
+        stats_period=stats_period,
+        mem_divisor=g.integer("mem_divisor", 1, minimum=1),
+        boot_cpu=g.choice("boot_cpu", ("atomic", "kvm"), "atomic"),
+        harness_hooks=_boolean(g, "harness_hooks", True),
+        limit_margin=g.number("limit_margin", 1.0) or 0.0,
+        extra_args=g.strings("extra_args"))
+    g.finish()
+
+    q = top.table("qemu")
+    divisor = q.raw("mem_divisor")
+    if divisor is not None:
+        q.integer("mem_divisor", 1, minimum=1)
+    qemu = QemuOptions(mem_divisor=divisor, append=q.string("append", ""))
+    q.finish()
+
+    lt = top.table("limits")
+    try:
+        host_time = parse_host_seconds(lt.raw("host_time", "6h"))
+    except UnitError as error:
+        raise lt.error("host_time", lt.data.get("host_time"), str(error)) from None
+    try:
+        memory = parse_size(lt.raw("memory", "8GiB"))
+    except UnitError as error:
+        raise lt.error("memory", lt.data.get("memory"), str(error)) from None
+    limits = Limits(host_time, memory, lt.integer("retries", 1))
+    lt.finish()
+
+    ex = top.table("executor")
+    executor = ExecutorSpec(
+        kind=ex.choice("kind", EXECUTORS, "local"), jobs=ex.integer("jobs", 0),
+        partition=ex.raw("partition"), account=ex.raw("account"),
+        sbatch_args=ex.strings("sbatch_args"), max_parallel=ex.integer("max_parallel", 0))
+    for key in ("partition", "account"):
+        if ex.data.get(key) is not None and not isinstance(ex.data[key], str):
+            raise ex.error(key, ex.data[key], "must be a string")
+    ex.finish()
+    top.finish()
+
+    spec = CampaignSpec(source, name, description, topology, kernel, image, backend,
+                        scenario, apps, axes, length, gem5, qemu, limits, executor)
+    for run in spec.runs():
+        _check_run(spec, run)
+    return spec
+
+
+def _boolean(table: _Table, key: str, default: bool) -> bool:
+    value = table.raw(key, default)
+    if not isinstance(value, bool):
+        raise table.error(key, value, "must be true or false")
+    return value
+
+
+def _check_topology(table: _Table, key: str, name: str) -> None:
+    try:
+        load_topology(name)
+    except TopologyError as error:
+        raise table.error(key, name, str(error)) from None
+
+
+def _parse_apps(table: _Table) -> dict[str, AppSpec]:
+    apps = {}
+    for name in list(table.data):
+        if not APP_NAME.match(name):
+            raise table.error(name, name, "an app name is lower case letters, digits, '_', '-' "
+                              "(the service binary is pimcloud-<name>)")
+        t = table.table(name)
+        qos = t.raw("qos")
+        qos_ns = None
+        if qos is not None:
+            qos_ns = t.seconds("qos", None) * 1e9
+        options = t.raw("options", {})
+        if not isinstance(options, dict):
+            raise t.error("options", options, 'must be a table like { keys = "200000" }')
+        data = t.raw("data")
+        if data is not None and not isinstance(data, str):
+            raise t.error("data", data, "must be a path in the guest")
+        threads = t.raw("threads")
+        if threads is not None:
+            t.integer("threads", 1, minimum=1)
+        max_rps = t.number("max_rps", None)
+        if max_rps is not None and max_rps <= 0:
+            raise t.error("max_rps", max_rps, "must be greater than zero")
+        apps[name] = AppSpec(name, max_rps, qos_ns, threads,
+                             {str(k): str(v) for k, v in options.items()}, data)
+        t.finish()
+    return apps
+
+
+def _parse_scenario(t: _Table) -> Scenario:
+    apps = t.raw("apps")  # may come from an axis instead; each run is checked later
+    if apps is not None and not (isinstance(apps, str) or (
+            isinstance(apps, list) and all(isinstance(a, str) for a in apps))):
+        raise t.error("apps", apps, 'give a list of service names, e.g. ["kvstore", "oltp"]')
+    load = t.number("load", None)
+    rps = t.raw("rps")
+    if rps is not None and not isinstance(rps, int | float | dict):
+        raise t.error("rps", rps, "must be a number or a table { app = rps }")
+    return Scenario(
+        apps=_mix(apps) if apps is not None else (),
+        load=load,
+        rps=rps,
+        manager=t.choice("manager", MANAGERS, "pimcloud"),
+        placement=t.choice("placement", PLACEMENTS, "cc"),
+        seed=t.integer("seed", 1),
+        be=t.strings("be"),
+        threads=t.integer("threads", 4, minimum=1),
+    )
+
+
+def _topology_name(value: str, base: Path) -> str:
+    """A preset name as is; a relative .toml path made absolute against the spec's folder."""
+    if value.endswith(".toml") and not Path(value).is_absolute():
+        return str((base / value).resolve())
+    return value
+
+
+def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
+    axes: dict[str, tuple[Any, ...]] = {}
+    for name in list(t.data):
+        t.read.add(name)
+        if name not in AXIS_KEYS:
+            close = difflib.get_close_matches(name, AXIS_KEYS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise t.error(name, t.data[name], f"{hint}an axis is one of " + ", ".join(AXIS_KEYS))
+        values = t.data[name]
+        if not isinstance(values, list) or not values:
+            raise t.error(name, values, f"an axis is a non-empty list, e.g. {name} = [...]")
+        if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+            raise t.error(name, values, "a value is listed twice; list each once")
+        for value in values:
+            if name in ("manager", "placement"):
+                options = MANAGERS if name == "manager" else PLACEMENTS
+                if value not in options:
+                    raise t.error(name, value, "choose among " + ", ".join(map(repr, options)))
+            elif name == "topology":
+                if not isinstance(value, str):
+                    raise t.error(name, value, "a topology is a preset name or a .toml path")
+                _check_topology(t, name, _topology_name(value, base))
+            elif name in ("seed", "threads") and (isinstance(value, bool)
+                                                  or not isinstance(value, int)):
+                raise t.error(name, value, "each value must be a whole number")
+            elif name == "load" and (not isinstance(value, int | float) or value <= 0):
+                raise t.error(name, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
+            elif name == "rps" and not isinstance(value, int | float | dict):
+                raise t.error(name, value, "an rps value is a number or a table {app = rps}")
+            elif name in ("apps", "be") and not (isinstance(value, str) or (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                raise t.error(name, value, 'a value is "a+b" or a list of names ["a", "b"]')
+        if name == "topology":
+            values = [_topology_name(v, base) for v in values]
+        axes[name] = tuple(values)
+    if "load" in axes and "rps" in axes:
+        raise t.error("rps", axes["rps"], "sweep either load (fractions of max load) or rps, "
+                      "not both")
+    return axes
+
+
+def _check_run(spec: CampaignSpec, run: Run) -> None:
+    """What only a whole run can show: apps known, loads computable."""
+    s = run.scenario
+    where = f"run {run.run_id}"
+    if not s.apps:
+        raise SpecError(spec.source, "scenario.apps", "(missing)",
+                        'add scenario.apps = ["kvstore"] or an apps axis')
+    for name in s.apps:
+        if not APP_NAME.match(name):
+            raise SpecError(spec.source, "scenario.apps", name,
+                            f"{where}: not an app name (lower case, the binary pimcloud-<name>)")
+    if len(set(s.apps)) != len(s.apps):
+        raise SpecError(spec.source, "scenario.apps", list(s.apps),
+                        f"{where}: an app appears twice in a mix")
+    if s.load is None and s.rps is None:
+        raise SpecError(spec.source, "scenario.load", "(missing)",
+                        "give scenario.load (fraction of max load) or scenario.rps, or an axis")
+    if s.load is not None and s.rps is not None:
+        raise SpecError(spec.source, "scenario.rps", s.rps,
+                        "give load or rps, not both (an axis of one replaces the other)")
+    if s.load is not None:
+        missing = [a.name for a in run.apps if a.max_rps is None]
+        if missing:
+            raise SpecError(spec.source, f"apps.{missing[0]}.max_rps", "(missing)",
+                            f"{where} gives load as a fraction of max load; add "
+                            f"[apps.{missing[0]}] max_rps = N (or sweep rps instead)")
+    if isinstance(s.rps, dict):
+        absent = [a for a in s.apps if a not in s.rps]
+        if absent:
+            raise SpecError(spec.source, "scenario.rps", s.rps,
+                            f"{where}: no rps for {absent[0]}; give every app of the mix one")
+        for app, value in s.rps.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise SpecError(spec.source, f"scenario.rps.{app}", value, "must be > 0")
+    elif s.rps is not None and (isinstance(s.rps, bool) or s.rps <= 0):
+        raise SpecError(spec.source, "scenario.rps", s.rps, "must be greater than zero")
+    for be in s.be:
+        if not APP_NAME.match(be):
+            raise SpecError(spec.source, "scenario.be", be, "a best-effort job name is lower "
+                            "case (the binary pimcloud-be-<name>, or a stress-ng stressor)")

@@ -1,0 +1,190 @@
+"""Where a campaign stands: done, running, failed, pending, and an ETA.
+
+Everything is read from the folder (run.json files, failed attempts, held locks), so
+``status`` works from any shell, during a run or after a crash, locally or for Slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .campaign import Campaign
+from .layout import FAILURE_RECORD, RUN_RECORD
+from .speeds import speed_of
+
+
+@dataclass
+class RunState:
+    run_id: str
+    state: str  # done | running | failed | pending
+    attempts: int  # failed attempts so far
+    cause: str = ""  # last exit cause
+    host_seconds: float | None = None
+    since: float | None = None  # running: when it started (epoch)
+
+
+@dataclass
+class CampaignStatus:
+    runs: list[RunState]
+    jobs: int
+    estimate_per_run_s: float
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def eta_s(self) -> float:
+        """Host seconds until every unfinished run is made, at ``jobs`` at a time."""
+        remaining = 0.0
+        now = time.time()
+        for run in self.runs:
+            if run.state == "pending":
+                remaining += self.estimate_per_run_s
+            elif run.state == "running":
+                elapsed = now - (run.since or now)
+                remaining += max(self.estimate_per_run_s - elapsed, 0.0)
+        return remaining / max(self.jobs, 1)
+
+    @property
+    def finished(self) -> bool:
+        return self.counts.get("pending", 0) == 0 and self.counts.get("running", 0) == 0
+
+
+def campaign_status(campaign: Campaign) -> CampaignStatus:
+    folder = campaign.dir
+    states: list[RunState] = []
+    done_seconds: list[float] = []
+    for run in campaign.runs():
+        failed = folder.failed_attempts(run.run_id)
+        cause = ""
+        if failed:
+            try:
+                cause = json.loads((failed[-1] / FAILURE_RECORD).read_text())["exit_cause"]
+            except (OSError, ValueError, KeyError):
+                cause = "unknown"
+        if folder.is_done(run.run_id):
+            try:
+                record = json.loads((folder.run_dir(run.run_id) / RUN_RECORD).read_text())
+                execution: dict[str, Any] = record.get("execution", {})
+            except (OSError, ValueError):
+                execution = {}
+            seconds = execution.get("host_seconds")
+            if isinstance(seconds, int | float):
+                done_seconds.append(float(seconds))
+            states.append(RunState(run.run_id, "done", len(failed),
+                                   str(execution.get("exit_cause", "")), seconds))
+            continue
+        holder = folder.running(run.run_id)
+        if holder is not None:
+            states.append(RunState(run.run_id, "running", len(failed), cause,
+                                   since=holder.get("since")))
+        elif len(failed) >= campaign.max_attempts:
+            states.append(RunState(run.run_id, "failed", len(failed), cause))
+        else:
+            states.append(RunState(run.run_id, "pending", len(failed), cause))
+    if done_seconds:
+        estimate = sum(done_seconds) / len(done_seconds)
+    else:
+        spec = campaign.spec
+        speed = speed_of(campaign.backend_name, "run", spec.topology)
+        estimate = speed.host_seconds(spec.length.warmup_s + spec.length.measured_s)
+    counts = {name: sum(1 for s in states if s.state == name)
+              for name in ("done", "running", "failed", "pending")}
+    jobs = int(campaign.record.get("jobs", 1) or 1)
+    return CampaignStatus(states, jobs, estimate, counts)
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def summary_line(status: CampaignStatus) -> str:
+    c = status.counts
+    total = len(status.runs)
+    eta = "" if status.finished else f", ETA {format_seconds(status.eta_s)}"
+    return (f"{c['done']}/{total} done, {c['running']} running, {c['failed']} failed, "
+            f"{c['pending']} pending{eta}")
+
+
+def plain_lines(status: CampaignStatus) -> list[str]:
+    lines = [summary_line(status)]
+    for run in status.runs:
+        if run.state == "done":
+            note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
+        elif run.state == "running":
+            note = f"for {format_seconds(time.time() - (run.since or time.time()))}"
+        else:
+            note = f"{run.attempts} failed attempt(s), last: {run.cause}" if run.attempts else ""
+        lines.append(f"  {run.state:8} {run.run_id}  {note}".rstrip())
+    return lines
+
+
+def rich_table(status: CampaignStatus, title: str) -> Any:
+    from rich.table import Table
+
+    colours = {"done": "green", "running": "cyan", "failed": "red", "pending": "white"}
+    table = Table(title=f"{title}: {summary_line(status)}", title_justify="left")
+    for column in ("state", "run", "attempts failed", "note"):
+        table.add_column(column)
+    for run in status.runs:
+        note = run.cause
+        if run.state == "running" and run.since:
+            note = f"for {format_seconds(time.time() - run.since)}"
+        elif run.state == "done":
+            note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
+        table.add_row(f"[{colours[run.state]}]{run.state}[/]", run.run_id,
+                      str(run.attempts), note)
+    return table
+
+
+class Display:
+    """Live table in a terminal; otherwise one plain line whenever the counts change."""
+
+    def __init__(self, campaign: Campaign, live: bool | None = None) -> None:
+        self.campaign = campaign
+        self.live_mode = sys.stdout.isatty() if live is None else live
+        self._live: Any = None
+        self._last = ""
+
+    def __enter__(self) -> Display:
+        if self.live_mode:
+            from rich.live import Live
+
+            self._live = Live(self._render(), refresh_per_second=2, transient=False)
+            self._live.__enter__()
+        return self
+
+    def _render(self) -> Any:
+        return rich_table(campaign_status(self.campaign), self.campaign.spec.name)
+
+    def update(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            return
+        line = summary_line(campaign_status(self.campaign))
+        counts = line.split(", ETA")[0]
+        if counts != self._last:
+            print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+            self._last = counts
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(None, None, None)
+
+
+def watch(campaign: Campaign, until: Callable[[], bool], period_s: float = 1.0,
+          live: bool | None = None) -> None:
+    with Display(campaign, live) as display:
+        while not until():
+            display.update()
+            time.sleep(period_s)
+        display.update()
