@@ -96,3 +96,25 @@ def test_report_of_lats_bin_only_campaign_with_numeric_axes(tmp_path: Path) -> N
     loads = pd.read_csv(tmp_path / "out" / "tables" / "max_load_under_qos.csv")
     # p99 of (1, 2, rps/100) ms is about rps/100 ms: 200 RPS is the last within 2.5 ms
     assert loads["max_load"].tolist() == [200]
+
+
+def test_report_table_iii_over_architectures(tmp_path: Path) -> None:
+    from pimcloud.analysis.results import write_lats_bin
+
+    # arch2 is twice as fast: every sojourn halves, so it holds QoS at twice the load
+    for arch, scale in (("arch1", 1.0), ("arch2", 0.5)):
+        for rps in (100, 200, 300, 400):
+            run = tmp_path / "c" / f"{arch}-{rps}"
+            (run / "x").mkdir(parents=True)
+            (run / "run.json").write_text(
+                f'{{"run_id": "{arch}-{rps}", "app": "x", "arch": "{arch}", "rps": {rps}, '
+                '"qos_ns": 2500000}')
+            sojourn = [int(scale * rps * 10_000)] * 3
+            write_lats_bin(run / "x" / "lats.bin", pd.DataFrame(
+                {"queue_ns": 0, "service_ns": sojourn, "sojourn_ns": sojourn}))
+    index = build_report(tmp_path / "c", tmp_path / "out")
+    assert "Table III" in index.read_text()
+    table = pd.read_csv(next((tmp_path / "out" / "tables").glob("table_iii*.csv")))
+    row = table.set_index("arch").loc["arch2"]
+    assert row["normalized_max_load x"] == 2.0
+    assert row["tail_over_qos x"] == pytest.approx(0.5 * 100 * 10_000 / 2.5e6)
