@@ -52,7 +52,7 @@ class Speech final : public Service {
   explicit Speech(const ServiceArgs& args)
       : model_(args.option("model", "/usr/share/pocketsphinx/model/en-us")),
         decoders_wanted_(static_cast<int>(args.option_int("decoders", 0))),
-        tuning_(words(args.option("ps", "")))  // extra decoder flags, e.g. "-beam 1e-30" {
+        tuning_(words(args.option("ps", ""))) {  // extra decoder flags, e.g. "-beam 1e-30"
     if (tuning_.size() % 2) throw std::invalid_argument("--opt ps=... needs -flag value pairs");
     const std::string dir = args.data_dir + "/speech";
     std::ifstream transcripts(dir + "/transcripts.txt");
