@@ -106,10 +106,15 @@ int run(const std::vector<std::string>& args) {
   }
   PolicyContext ctx{&topology, cfg->params};
   auto policy = PolicyRegistry::create(cfg->policy, ctx);
-  FileLatencySource source(cfg->latencyPath);
+  std::string sourceError;
+  auto source = openLatencySource(cfg->latencyPath, sourceError);
+  if (!sourceError.empty()) {
+    std::fprintf(stderr, "%s: field \"latency\": %s\n", path.c_str(), sourceError.c_str());
+    return 2;
+  }
   FileHarnessControl control(cfg->controlPath);
-  Engine engine(topology, *policy, *machine, source, log, &control, cfg->engine);
-  for (const AppConfig& a : cfg->apps) engine.addApp(a.spec, a.pid);
+  Engine engine(topology, *policy, *machine, *source, log, &control, cfg->engine);
+  for (const AppConfig& a : cfg->apps) engine.addApp(a.spec, a.pid, a.controlSocket);
   log.note(0, "start",
            "policy " + cfg->policy + ", " + std::to_string(topology.hostCores()) + " host + " +
                std::to_string(topology.pimCores()) + " PIM cores on " +

@@ -90,6 +90,7 @@ Status FakeMachine::setAppCpus(const AppHandle& app, const std::vector<int>& cpu
   ++setAppCpusCalls;
   if (deadApps.count(app.name)) return Status::failure("no such process", true);
   appCpus[app.name] = cpus;
+  appPids[app.name] = app.pid;
   return Status::success();
 }
 

@@ -39,6 +39,7 @@ class FakeMachine : public Machine {
 
   // What the policy did, for assertions.
   std::map<std::string, std::vector<int>> appCpus;
+  std::map<std::string, int> appPids;  // pid given with the last setAppCpus
   std::map<int, std::vector<int>> threadCpus;
   std::vector<int> beCpus;
   double beQuota = 0;

@@ -14,7 +14,8 @@ namespace pimcloud {
 
 struct AppConfig {
   AppSpec spec;
-  int pid = 0;  // 0: learnt from the harness's "start" line
+  int pid = 0;  // 0: learnt from the harness's stats or start line
+  std::string controlSocket;  // the service's replication control socket (optional)
 };
 
 struct TopologyConfig {

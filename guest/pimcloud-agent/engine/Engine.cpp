@@ -1,10 +1,14 @@
 #include "engine/Engine.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -57,10 +61,26 @@ void Engine::control(const std::string& line) {
   if (control_ != nullptr) control_->send(line);
 }
 
-void Engine::addApp(const AppSpec& spec, int pid) {
+void Engine::serviceCommand(const Runtime& rt, const std::string& command, Decision& d) {
+  if (rt.controlSocket.empty()) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (rt.controlSocket.size() >= sizeof addr.sun_path) return;
+  std::memcpy(addr.sun_path, rt.controlSocket.c_str(), rt.controlSocket.size());
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  if (::sendto(fd, command.data(), command.size(), MSG_DONTWAIT,
+               reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+    d.reason += "; " + rt.controlSocket + ": " + std::strerror(errno);
+  }
+  ::close(fd);
+}
+
+void Engine::addApp(const AppSpec& spec, int pid, const std::string& controlSocket) {
   const AppId id = nextId_++;
   Runtime rt;
   rt.handle = {spec.name, pid};
+  rt.controlSocket = controlSocket;
   rt.spec = spec;
   apps_[id] = rt;
   ids_[spec.name] = id;
@@ -175,9 +195,17 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
   obs.freeBytes = freeBytesPerStack();
   for (const auto& [name, st] : batch.stats) {
     const AppId id = idOf(name);
-    if (id == kBePool) continue;
+    if (id == kBePool) {
+      if (unknownNoted_.insert(name).second) {
+        log_->note(tNs, "input-error",
+                   "stats for unknown app \"" + name +
+                       "\"; add it to the config's apps with its qos_ms, or send a start line");
+      }
+      continue;
+    }
     Runtime& rt = apps_.at(id);
     if (!st.tids.empty()) rt.tids = st.tids;
+    if (st.pid > 0 && st.pid != rt.handle.pid) rt.handle.pid = st.pid;  // learnt, or restarted
     if (rt.inPolicy) {
       obs.stats[id] = st;
       if (st.count > 0) log_->countInterval(name, st.p99Ns > rt.spec.qosNs);
@@ -372,6 +400,8 @@ void Engine::place(Decision& d) {
         json j{{"t_ns", d.tNs}, {"event", p.kind == K::Replicate ? "replicate" : "drop-replicas"},
                {"app", rt.spec.name}, {"node", p.stack}};
         control(j.dump());
+        serviceCommand(rt, std::string(p.kind == K::Replicate ? "replicate " : "drop ") +
+                               std::to_string(p.stack), d);
         break;
       }
     }

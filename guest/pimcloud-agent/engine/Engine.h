@@ -20,7 +20,9 @@
 
 namespace pimcloud {
 
-// Requests from the agent to the harness, one JSON line each:
+// Requests from the agent to the harness. Replication goes to the service's own control
+// socket when the config names one (a datagram "replicate NODE" or "drop NODE", as
+// workloads/harness reads it); every request is also one JSON line in the control file:
 //   {"t_ns":..,"event":"profile","app":"xapian","core_type":"host","cpu":0,"duration_ms":500}
 //   {"t_ns":..,"event":"profile-done","app":"xapian","max_rps_host":..,"max_rps_pim":..}
 //   {"t_ns":..,"event":"replicate","app":"xapian","node":2}
@@ -57,7 +59,7 @@ class Engine {
          DecisionLog& log, HarnessControl* control, EngineOptions options);
 
   // An LC app known before the first interval (from the config).
-  void addApp(const AppSpec& spec, int pid);
+  void addApp(const AppSpec& spec, int pid, const std::string& controlSocket = "");
   // One monitoring interval at time tNs.
   void tick(std::int64_t tNs);
   // Ticks every interval until `stop` is set.
@@ -69,6 +71,7 @@ class Engine {
  private:
   struct Runtime {
     AppHandle handle;
+    std::string controlSocket;
     AppSpec spec;
     std::vector<int> tids;
     std::map<int, int> dedicated;  // cpu -> tid
@@ -89,6 +92,7 @@ class Engine {
   void concentrate(std::int64_t tNs);
   void appGone(std::int64_t tNs, AppId id, const std::string& why);
   void control(const std::string& line);
+  void serviceCommand(const Runtime& rt, const std::string& command, Decision& d);
   std::map<int, std::uint64_t> freeBytesPerStack();
 
   const Topology* topology_;
@@ -102,6 +106,7 @@ class Engine {
   AppId nextId_ = 0;
   std::map<AppId, Runtime> apps_;
   std::map<std::string, AppId> ids_;
+  std::set<std::string> unknownNoted_;
   Assignment applied_;
   std::vector<Decision> pending_;
   std::int64_t now_ = 0;

@@ -1,7 +1,11 @@
 #include "engine/Engine.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <cstdio>
 #include <fstream>
@@ -250,6 +254,132 @@ TEST(LatencySource, FileKeepsAPartialLineForTheNextPoll) {
   EXPECT_TRUE(b2.errors.empty());
   close(fd);
   unlink(path);
+}
+
+}  // namespace
+}  // namespace pimcloud
+
+namespace pimcloud {
+namespace {
+
+int bindDatagram(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  unlink(path.c_str());
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  return fd;
+}
+
+void sendDatagram(const std::string& path, const std::string& text) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  close(fd);
+}
+
+TEST(LatencySource, HarnessLineWithExtraFieldsOverAUnixSocket) {
+  const std::string path = "/tmp/pimcloud-agent-stats-" + std::to_string(getpid()) + ".sock";
+  std::string error;
+  auto src = openLatencySource("unix:" + path, error);
+  ASSERT_TRUE(error.empty()) << error;
+  // A line as workloads/harness writes it (live_stats.cc).
+  sendDatagram(path,
+               R"({"app":"xapian","pid":321,"seq":4,"t_ns":500000000,"interval_ns":100000000,)"
+               R"("phase":"measured","count":80,"rps":800.000,"offered_rps":800.000,"p50_ns":1000,)"
+               R"("p99_ns":90000,"mean_ns":2000,"max_ns":100000,"queue_mean_ns":10,)"
+               R"("service_mean_ns":1990,"tids":[322,323],"replicas":[],"threads":[]})");
+  const LatencyBatch b = src->poll();
+  ASSERT_TRUE(b.errors.empty()) << b.errors[0];
+  ASSERT_EQ(b.stats.count("xapian"), 1U);
+  EXPECT_EQ(b.stats.at("xapian").pid, 321);
+  EXPECT_EQ(b.stats.at("xapian").p99Ns, 90000);
+  EXPECT_EQ(b.stats.at("xapian").tids, (std::vector<int>{322, 323}));
+  src.reset();
+  EXPECT_NE(access(path.c_str(), F_OK), 0);  // the socket file is removed
+}
+
+struct ScriptedSource : LatencySource {
+  std::vector<LatencyBatch> batches;
+  LatencyBatch poll() override {
+    if (batches.empty()) return {};
+    LatencyBatch b = batches.front();
+    batches.erase(batches.begin());
+    return b;
+  }
+};
+
+TEST(EngineInput, ConfiguredAppLearnsItsPidFromStatsAndUnknownAppsAreNoted) {
+  Topology t = Topology::paper();
+  FakeMachine m(t);
+  ScriptedSource src;
+  DecisionLog log;
+  PolicyContext ctx{&t, {}};
+  auto policy = PolicyRegistry::create("pimcloud", ctx);
+  Engine engine(t, *policy, m, src, log, nullptr, {});
+  AppSpec spec;
+  spec.name = "svc";
+  spec.qosNs = 1e6;
+  spec.maxRpsHost = 3;
+  spec.maxRpsPim = 1;
+  engine.addApp(spec, 0);
+  IntervalStats st;
+  st.p99Ns = 1;
+  st.count = 1;
+  st.pid = 777;
+  LatencyBatch b;
+  b.stats["svc"] = st;
+  b.stats["stranger"] = st;
+  src.batches = {b, b};
+  engine.tick(1);
+  m.appCpus.clear();
+  src.batches.front().stats["svc"].p99Ns = 1e9;  // violation: its cores change again
+  for (int i = 0; i < 8; ++i) {
+    src.batches.push_back(src.batches.front());
+    engine.tick(2 + i);
+  }
+  ASSERT_EQ(m.appCpus.count("svc"), 1U);
+  EXPECT_EQ(m.appPids.at("svc"), 777);
+  std::size_t noted = 0;
+  for (const Decision& x : log.history()) noted += x.reason.find("\"stranger\"") != std::string::npos;
+  EXPECT_EQ(noted, 1U);  // once, not every interval
+}
+
+TEST(EnginePlacement, ReplicationRequestReachesTheServiceControlSocket) {
+  const std::string sock = "/tmp/pimcloud-agent-ctl-" + std::to_string(getpid()) + ".sock";
+  const int fd = bindDatagram(sock);
+  ASSERT_GE(fd, 0);
+  Driver e("pimcloud");
+  e.engine = std::make_unique<Engine>(e.topology, *e.policy, e.machine, e.source, e.log, nullptr,
+                                      EngineOptions{});
+  AppSpec averse{"averse", 1e7, 300, 100, 4};
+  AppSpec friendly{"friendly", 1e7, 100, 200, 4};
+  FakeAppModel ma;
+  ma.load = 100;
+  ma.maxRpsHost = 300;
+  ma.maxRpsPim = 100;
+  ma.homeNode = 2;
+  FakeAppModel mf;
+  mf.load = 100;
+  mf.maxRpsHost = 100;
+  mf.maxRpsPim = 200;
+  e.machine.addApp("averse", 1000, ma);
+  e.machine.addApp("friendly", 1001, mf, 4, 100);
+  e.engine->addApp(averse, 1000);
+  e.engine->addApp(friendly, 1001, sock);
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);
+  e.tick(60);
+  char buf[64] = {};
+  const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), "replicate 2");
+  close(fd);
+  unlink(sock.c_str());
 }
 
 }  // namespace

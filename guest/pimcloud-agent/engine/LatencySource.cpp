@@ -1,9 +1,12 @@
 #include "engine/LatencySource.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace pimcloud {
@@ -59,6 +62,7 @@ bool parseLatencyLine(const std::string& line, std::uint64_t lineNo, LatencyBatc
   s.meanNs = num("mean_ns");
   s.count = static_cast<std::uint64_t>(num("count"));
   s.rps = num("rps");
+  s.pid = static_cast<int>(num("pid"));
   if (j.contains("tids") && j["tids"].is_array()) {
     for (const auto& t : j["tids"]) {
       if (t.is_number_integer()) s.tids.push_back(t.get<int>());
@@ -90,6 +94,67 @@ LatencyBatch FileLatencySource::poll() {
   }
   partial_.erase(0, start);
   return batch;
+}
+
+}  // namespace pimcloud
+
+namespace pimcloud {
+
+SocketLatencySource::SocketLatencySource(std::string path) : path_(std::move(path)) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path_.size() >= sizeof addr.sun_path) {
+    error_ = path_ + ": socket path too long; keep it under 108 bytes";
+    return;
+  }
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size());
+  fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    error_ = path_ + ": socket: " + std::strerror(errno);
+    return;
+  }
+  ::unlink(path_.c_str());
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    error_ = path_ + ": bind: " + std::strerror(errno) + " (is the folder writable?)";
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+SocketLatencySource::~SocketLatencySource() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+}
+
+LatencyBatch SocketLatencySource::poll() {
+  LatencyBatch batch;
+  if (fd_ < 0) return batch;
+  std::string buf(65536, '\0');
+  for (;;) {
+    const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const std::string msg = buf.substr(0, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    while (start <= msg.size()) {
+      std::size_t nl = msg.find('\n', start);
+      if (nl == std::string::npos) nl = msg.size();
+      if (nl > start) parseLatencyLine(msg.substr(start, nl - start), ++lineNo_, batch);
+      start = nl + 1;
+    }
+  }
+  return batch;
+}
+
+std::unique_ptr<LatencySource> openLatencySource(const std::string& spec, std::string& error) {
+  if (spec.rfind("unix:", 0) == 0) {
+    auto s = std::make_unique<SocketLatencySource>(spec.substr(5));
+    error = s->error();
+    return s;
+  }
+  return std::make_unique<FileLatencySource>(spec);
 }
 
 }  // namespace pimcloud

@@ -30,6 +30,7 @@ struct IntervalStats {
   std::uint64_t count = 0;  // completed requests in the interval
   double rps = 0;
   std::vector<int> tids;    // worker thread ids (may be empty)
+  int pid = 0;              // the service process (0 = not given)
 };
 
 // What the engine hands a policy every interval.
