@@ -127,6 +127,20 @@ def choose_share(config: dict[str, str]) -> Share:
     return "9p" if all(config.get(option) == "y" for option in NEEDS_9P) else "initramfs"
 
 
+def project_kernel() -> Path:
+    """Where ``pimcloud.guest.kernel`` publishes the project's bzImage (with its config)."""
+    from .kernel import kernel_dir
+
+    return kernel_dir() / "bzImage"
+
+
+def project_image() -> Path:
+    """Where ``pimcloud.guest.image`` publishes the root image."""
+    from .image import IMAGE_NAME, image_dir
+
+    return image_dir() / IMAGE_NAME
+
+
 def find_kernel(explicit: Path | None, log: Log) -> Path:
     """The kernel to boot: the given one, else the project's build, else Debian's stock."""
     if explicit is not None:
@@ -134,7 +148,7 @@ def find_kernel(explicit: Path | None, log: Log) -> Path:
             raise QemuRunError(f"kernel {explicit} does not exist: build it with "
                                "'pimcloud kernel build' or pass --kernel PATH")
         return explicit
-    project = cache_dir() / "kernel" / "bzImage"
+    project = project_kernel()
     if project.is_file():
         return project
     from .stock_kernel import stock_kernel

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pimcloud.guest import qemu
-from pimcloud.guest.stock_kernel import cache_dir, stock_kernel
+from pimcloud.guest.stock_kernel import stock_kernel
 from pimcloud.topology import load_topology, numa_nodes, slit_distances
 
 pytestmark = [
@@ -35,16 +35,24 @@ def _qemu_processes_for(run_dir: Path) -> list[int]:
 
 
 def _kernels() -> list[object]:
-    project = cache_dir() / "kernel" / "bzImage"
+    project, image = qemu.project_kernel(), qemu.project_image()
     return [
-        pytest.param("stock", id="stock-kernel"),
-        pytest.param("project", id="project-kernel", marks=pytest.mark.skipif(
+        pytest.param("stock", id="stock-kernel-initramfs"),
+        pytest.param("project", id="project-kernel-9p", marks=pytest.mark.skipif(
             not project.is_file(), reason=f"the project kernel is not built ({project})")),
+        pytest.param("image", id="project-kernel-root-image", marks=pytest.mark.skipif(
+            not (project.is_file() and image.is_file()),
+            reason=f"the project kernel or root image is not built ({project}, {image})")),
     ]
 
 
-def _kernel(which: str) -> Path:
-    return stock_kernel() if which == "stock" else cache_dir() / "kernel" / "bzImage"
+def _boot_inputs(which: str) -> dict[str, Path]:
+    if which == "stock":
+        return {"kernel": stock_kernel()}
+    inputs = {"kernel": qemu.project_kernel()}
+    if which == "image":
+        inputs["image"] = qemu.project_image()
+    return inputs
 
 
 @pytest.mark.parametrize("which", _kernels())
@@ -62,8 +70,8 @@ def test_paper_boots_with_the_model_layout_and_runs_a_scenario(tmp_path: Path,
         'nproc > "$PIMCLOUD_RESULTS/nproc.txt"\n'
         'echo "backend $PIMCLOUD_BACKEND"\n')
     run_dir = tmp_path / "run"
-    result = qemu.run_scenario("paper", scenario, kernel=_kernel(which), out=run_dir,
-                               timeout=600)
+    result = qemu.run_scenario("paper", scenario, out=run_dir, timeout=600,
+                               **_boot_inputs(which))
     assert result.cause == "exit", [*result.problems, result.console_tail]
     assert result.scenario_exit == 0 and result.ok, result.problems
     paper = load_topology("paper")
@@ -74,6 +82,7 @@ def test_paper_boots_with_the_model_layout_and_runs_a_scenario(tmp_path: Path,
         tuple(row) for row in slit_distances(scaled)]
     assert [tuple(n["cpus"]) for n in result.nodes] == [  # type: ignore[arg-type]
         node.cpus for node in numa_nodes(paper)]
+    assert result.share == ("initramfs" if which == "stock" else "9p")
     assert result.clocksource == "tsc"
     assert result.numa_balancing == "0"
     results = run_dir / "results"
