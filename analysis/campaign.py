@@ -35,6 +35,11 @@ from .stats import StatsFileWarning, parse_stats
 from .views import select
 
 RUN_RECORD = "run.json"
+# run.json keys that describe how a run was made, not where it sits in the sweep:
+# ``execution`` is the runner's record; a few of its facts become columns.
+EXECUTION = "execution"
+EXECUTION_FACTS = ("backend", "exit_cause", "host_seconds", "simulated_seconds")
+NOT_AXES = ("run_id", "run_dir", "qos_ns", EXECUTION, *EXECUTION_FACTS)
 
 
 @dataclass
@@ -51,8 +56,9 @@ class Campaign:
 
     @property
     def axes(self) -> list[str]:
-        """The sweep axes: run.json keys other than run_id and run_dir."""
-        return [c for c in self.runs.columns if c not in ("run_id", "run_dir", "qos_ns")]
+        """The sweep axes: run.json keys other than the run's id, folder, QoS targets
+        and execution record."""
+        return [c for c in self.runs.columns if c not in NOT_AXES]
 
 
 def find_runs(root: str | os.PathLike[str]) -> list[Path]:
@@ -101,7 +107,10 @@ def load_campaign(
                 "run ids must be unique within a campaign"
             )
         seen[run_id] = run_dir
-        records.append({**record, "run_dir": str(run_dir)})
+        execution = record.get(EXECUTION)
+        facts = ({k: execution[k] for k in EXECUTION_FACTS if k in execution}
+                 if isinstance(execution, dict) else {})
+        records.append({**record, **facts, "run_dir": str(run_dir)})
 
         def collect(
             name: str,

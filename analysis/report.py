@@ -128,7 +128,7 @@ def build_report(
 def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float
               ) -> Iterator[Section]:
     axes = _hashable_axes(campaign)
-    runs = campaign.runs.drop(columns=["run_dir"])
+    runs = campaign.runs.drop(columns=["run_dir", "execution"], errors="ignore")
     yield Section("Runs", f"{len(runs)} runs below {campaign.root}.", [("runs", runs)])
 
     if campaign.requests.empty:
@@ -183,6 +183,11 @@ def _load_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
         return
     system = next((a for a in SYSTEM_AXES if a in axes and curves[a].nunique() > 1), None)
     curves["system"] = curves[system].astype(str) if system else "all"
+    # Repeats of one load point (seeds) count by their worst tail: max load must hold
+    # in every repeat.
+    keys = ["app", "system", "rps", *(["arch"] if "arch" in curves.columns else [])]
+    curves = curves.groupby(keys, as_index=False, dropna=False, observed=True).agg(
+        p99_ns=("p99_ns", "max"), qos_ns=("qos_ns", "first"))
     section = Section("Latency against load",
                       f"One curve per {system or 'app'}; QoS lines from the run records.")
     with_qos = curves[curves["qos_ns"].notna()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -118,3 +119,19 @@ def test_report_table_iii_over_architectures(tmp_path: Path) -> None:
     row = table.set_index("arch").loc["arch2"]
     assert row["normalized_max_load x"] == 2.0
     assert row["tail_over_qos x"] == pytest.approx(0.5 * 100 * 10_000 / 2.5e6)
+
+
+def test_max_load_holds_in_every_repeat_of_a_load(tmp_path: Path) -> None:
+    from pimcloud.analysis.results import write_lats_bin
+
+    for rps, seed, p99_ms in ((100, 1, 1), (200, 1, 2), (200, 2, 3), (300, 1, 4)):
+        run = tmp_path / "c" / f"r{rps}-{seed}"
+        (run / "x").mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps(
+            {"run_id": run.name, "app": "x", "rps": rps, "seed": seed, "qos_ns": 2.5e6}))
+        sojourn = [p99_ms * 1_000_000] * 3
+        write_lats_bin(run / "x" / "lats.bin", pd.DataFrame(
+            {"queue_ns": 0, "service_ns": sojourn, "sojourn_ns": sojourn}))
+    build_report(tmp_path / "c", tmp_path / "out")
+    loads = pd.read_csv(tmp_path / "out" / "tables" / "max_load_under_qos.csv")
+    assert loads["max_load"].tolist() == [100]  # seed 2 at 200 RPS missed QoS

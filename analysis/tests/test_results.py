@@ -141,3 +141,14 @@ def test_campaign_rejects_duplicate_run_ids(tmp_path: Path) -> None:
 def test_campaign_without_runs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no run folders"):
         load_campaign(tmp_path)
+
+
+def test_execution_record_is_not_an_axis(tmp_path: Path) -> None:
+    run = _write_run(tmp_path, "a", {"app": "x", "rps": 10}, {"x": 3})
+    record = json.loads((run / "run.json").read_text())
+    record["execution"] = {"backend": "gem5", "host_seconds": 12.5, "attempt": 1}
+    (run / "run.json").write_text(json.dumps(record))
+    campaign = load_campaign(tmp_path, with_stats=False)
+    assert set(campaign.axes) == {"app", "rps"}
+    assert campaign.runs.loc[0, "host_seconds"] == 12.5
+    assert campaign.runs.loc[0, "backend"] == "gem5"
