@@ -68,7 +68,9 @@ def test_paper_boots_with_the_model_layout_and_runs_a_scenario(tmp_path: Path,
         'mkdir -p "$PIMCLOUD_RESULTS/deep/er"\n'
         'echo $((6 * 7)) > "$PIMCLOUD_RESULTS/deep/er/answer.txt"\n'
         'nproc > "$PIMCLOUD_RESULTS/nproc.txt"\n'
-        'echo "backend $PIMCLOUD_BACKEND"\n')
+        'echo "backend $PIMCLOUD_BACKEND"\n'
+        "m5 dumpresetstats\n"
+        "m5 writefile input.txt copies/input.txt\n")
     run_dir = tmp_path / "run"
     result = qemu.run_scenario("paper", scenario, out=run_dir, timeout=600,
                                **_boot_inputs(which))
@@ -89,7 +91,10 @@ def test_paper_boots_with_the_model_layout_and_runs_a_scenario(tmp_path: Path,
     assert (results / "echo.txt").read_text() == f"token {token}\n"
     assert (results / "deep/er/answer.txt").read_text() == "42\n"
     assert (results / "nproc.txt").read_text() == "20\n"
-    assert "backend qemu" in (results / "scenario.log").read_text()
+    log = (results / "scenario.log").read_text()
+    assert "backend qemu" in log
+    assert "m5: dumpresetstats: no-op outside gem5 (backend qemu)" in log
+    assert (run_dir / "written/copies/input.txt").read_text() == f"token {token}\n"
     assert (run_dir / "console.log").is_file() and (run_dir / "run.json").is_file()
     assert result.times["guest_boot_to_init_s"] is not None
     assert _qemu_processes_for(run_dir) == []
