@@ -1,0 +1,191 @@
+"""The runner against a fake gem5 (tests/fake_gem5.py): one shared checkpoint, atomic run
+folders that analysis reads, retries, failure isolation, host-time limits, resume.
+
+The real thing beside it: test_campaign_gem5.py (gem5), test_slurm.py (Slurm) and
+test_campaign_qemu.py (QEMU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pimcloud.analysis.campaign import load_campaign
+from pimcloud.runs.campaign import open_campaign, prepare_campaign
+from pimcloud.runs.cli import execute
+from pimcloud.runs.status import campaign_status
+
+RUN_IDS = ["load-0.2_manager-pimcloud", "load-0.2_manager-default",
+           "load-0.5_manager-pimcloud", "load-0.5_manager-default"]
+
+
+def test_campaign_completes_from_one_checkpoint(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        gem5_calls: Callable[[str], list[list[str]]]) -> None:
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    assert campaign.backend_name == "gem5" and campaign.record["gem5_version"] == "24.0.0.1"
+    assert execute(campaign, "local", jobs=2, live=False) == 0
+    assert len(gem5_calls("boot")) == 1  # booted once, restored by every run
+    restores = gem5_calls("restore")
+    assert len(restores) == 4
+    checkpoint_dirs = {argv[argv.index("--checkpoint-dir") + 1] for argv in restores}
+    assert len(checkpoint_dirs) == 1
+    for run_id in RUN_IDS:
+        record = json.loads((tmp_path / "out" / "runs" / run_id / "run.json").read_text())
+        assert record["run_id"] == run_id and record["app"] == "kvstore"
+        execution = record["execution"]
+        assert execution["backend"] == "gem5" and execution["exit_cause"] == "m5-exit"
+        assert execution["spec_hash"] == campaign.spec.spec_hash
+        assert execution["gem5_version"] == "24.0.0.1" and execution["host_seconds"] > 0
+        assert execution["simulated_seconds"] == pytest.approx(0.11)
+        assert (tmp_path / "out" / "runs" / run_id / "m5out" / "stats.txt").is_file()
+    # What analysis reads: one row per run with its axes, requests and stats by run id.
+    loaded = load_campaign(tmp_path / "out")
+    assert sorted(loaded.runs["run_id"]) == sorted(RUN_IDS)
+    assert set(loaded.requests["app"]) == {"kvstore"}
+    assert set(loaded.stats["run_id"]) == set(RUN_IDS)
+    assert {"load", "manager", "rps"} <= set(loaded.runs.columns)
+    assert not (tmp_path / "out" / ".staging").exists() or not any(
+        (tmp_path / "out" / ".staging").iterdir())
+    # A second campaign on the same inputs reuses the checkpoint.
+    other = prepare_campaign(write_spec(name="again"), tmp_path / "out2")
+    assert execute(other, "local", jobs=2, live=False) == 0
+    assert len(gem5_calls("boot")) == 1
+    # The measured speed replaces the default estimate.
+    speeds = json.loads(Path(os.environ["PIMCLOUD_SPEEDS"]).read_text())
+    assert len(speeds["gem5/run/paper"]) == 8
+
+
+def test_crash_is_retried_and_kept(fake_gem5: Path, write_spec: Callable[..., Path],
+                                   tmp_path: Path,
+                                   set_plan: Callable[[dict[str, list[str]]], None]) -> None:
+    set_plan({"load-0.2_manager-pimcloud": ["crash", "ok"]})
+    campaign = prepare_campaign(write_spec(retries=1), tmp_path / "out")
+    assert execute(campaign, "local", jobs=2, live=False) == 0
+    run = tmp_path / "out" / "runs" / "load-0.2_manager-pimcloud"
+    record = json.loads((run / "run.json").read_text())["execution"]
+    assert record["attempt"] == 2 and record["failed_attempts"] == ["crash: SIGSEGV"]
+    failure = tmp_path / "out" / "failed" / "load-0.2_manager-pimcloud" / "attempt-1"
+    assert json.loads((failure / "failure.json").read_text())["exit_cause"] == "crash: SIGSEGV"
+    assert "fake gem5" in (failure / "gem5.log").read_text()
+    assert not (failure / "run.json").exists()  # analysis never sees a failed attempt
+    assert len(load_campaign(tmp_path / "out").runs) == 4
+
+
+def test_failures_and_hangs_are_isolated(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None]) -> None:
+    set_plan({"load-0.5_manager-pimcloud": ["fail", "fail", "fail"],
+              "load-0.2_manager-default": ["hang", "ok"],
+              "load-0.5_manager-default": ["no-results", "sim-limit"]})
+    campaign = prepare_campaign(write_spec(host_time="3s", retries=1), tmp_path / "out")
+    assert execute(campaign, "local", jobs=2, live=False) == 1
+    status = {s.run_id: s for s in campaign_status(campaign).runs}
+    assert status["load-0.2_manager-pimcloud"].state == "done"
+    assert status["load-0.2_manager-default"].state == "done"  # hung, stopped, retried
+    assert status["load-0.5_manager-pimcloud"].state == "failed"
+    assert status["load-0.5_manager-pimcloud"].attempts == 2  # retries = 1: two attempts
+    assert status["load-0.5_manager-default"].cause == "simulated-time-limit"
+    hang = tmp_path / "out" / "failed" / "load-0.2_manager-default" / "attempt-1"
+    assert json.loads((hang / "failure.json").read_text())["exit_cause"] == "host-time-limit"
+    first = json.loads((tmp_path / "out" / "failed" / "load-0.5_manager-default" /
+                        "attempt-1" / "failure.json").read_text())
+    assert first["exit_cause"] == "no-results"
+    # No fake gem5 is left running after the hang was stopped.
+    left = subprocess.run(["pgrep", "-f", str(fake_gem5)], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+    # --retry-failed gives the failed runs new attempts; the plan now lets them succeed.
+    set_plan({})
+    assert subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "resume",
+                           str(tmp_path / "out"), "--retry-failed", "--plain"],
+                          env=os.environ.copy(), capture_output=True).returncode == 0
+    assert campaign_status(open_campaign(tmp_path / "out")).counts["done"] == 4
+
+
+def test_stop_and_resume_redoes_nothing(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        gem5_calls: Callable[[str], list[list[str]]]) -> None:
+    monkeypatch.setenv("FAKE_GEM5_SLEEP", "1.5")
+    spec = write_spec()
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pimcloud.cli", "campaign", "run", str(spec),
+               "--out", str(out), "--jobs", "1", "--plain"]
+    runner = subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    # Watch the folder while it runs: a run folder is complete whenever it exists.
+    seen_partial = False
+    while time.monotonic() < deadline:
+        for run_dir in (out / "runs").glob("*") if (out / "runs").is_dir() else []:
+            seen_partial |= not (run_dir / "run.json").is_file()
+        if len(list((out / "runs").glob("*/run.json"))) >= 1 if (out / "runs").is_dir() \
+                else False:
+            break
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGINT)  # Ctrl-C
+    runner.wait(timeout=60)
+    assert not seen_partial
+    done_before = {p.parent.name for p in (out / "runs").glob("*/run.json")}
+    assert 1 <= len(done_before) < 4
+    restores_before = len(gem5_calls("restore"))
+    times = {r: (out / "runs" / r / "run.json").stat().st_mtime_ns for r in done_before}
+
+    resumed = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "resume",
+                              str(out), "--plain", "--jobs", "2"], env=os.environ.copy(),
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {p.parent.name for p in (out / "runs").glob("*/run.json")} == set(RUN_IDS)
+    for run_id, mtime in times.items():  # finished runs untouched
+        assert (out / "runs" / run_id / "run.json").stat().st_mtime_ns == mtime
+    made = [argv for argv in gem5_calls("restore")[restores_before:]]
+    redone = [a for a in made if any(r in " ".join(a) for r in done_before)]
+    assert not redone
+    assert len(gem5_calls("boot")) == 1
+    assert not any((out / ".staging").iterdir())
+
+
+def test_killed_worker_leaves_no_run_and_is_resumed(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL in the middle of an attempt: the staging is abandoned, never published."""
+    monkeypatch.setenv("FAKE_GEM5_SLEEP", "30")
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    campaign.checkpoints().ensure("paper", log=lambda _: None)
+    worker = subprocess.Popen([sys.executable, "-m", "pimcloud.runs.worker",
+                               str(campaign.dir.root), "--run", RUN_IDS[0]],
+                              env=os.environ.copy(), stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+            campaign.dir.staging.is_dir() and any(campaign.dir.staging.iterdir())):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    assert campaign_status(campaign).counts["running"] == 1
+    worker.kill()
+    worker.wait()
+    assert not campaign.dir.is_done(RUN_IDS[0])
+    status = campaign_status(campaign)
+    assert status.counts["running"] == 0 and status.counts["pending"] == 4
+    monkeypatch.setenv("FAKE_GEM5_SLEEP", "0")
+    assert execute(open_campaign(campaign.dir.root), "local", jobs=2, live=False) == 0
+    assert not any(campaign.dir.staging.iterdir())
+
+
+def test_changed_spec_is_refused(fake_gem5: Path, write_spec: Callable[..., Path],
+                                 tmp_path: Path) -> None:
+    prepare_campaign(write_spec(), tmp_path / "out")
+    changed = write_spec(extra="")
+    changed.write_text(changed.read_text().replace('measured = "100ms"', 'measured = "1s"'))
+    with pytest.raises(ValueError, match="another spec"):
+        prepare_campaign(changed, tmp_path / "out")
+    # Axes and limits may change: new runs join the campaign.
+    grown = write_spec(retries=3)
+    grown.write_text(grown.read_text().replace("load = [0.2, 0.5]", "load = [0.2, 0.5, 0.8]"))
+    assert len(prepare_campaign(grown, tmp_path / "out").runs()) == 6

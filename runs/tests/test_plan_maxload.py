@@ -1,0 +1,86 @@
+"""campaign plan output, speed tables, and the max-load search against the fake gem5."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pimcloud.runs.campaign import prepare_campaign
+from pimcloud.runs.cli import execute
+from pimcloud.runs.maxload import find_max_load
+from pimcloud.runs.speeds import record_speed, speed_of
+
+
+def test_plan_lists_runs_and_estimates(write_spec: Callable[..., Path],
+                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    spec = write_spec()
+    done = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "plan", str(spec),
+                           "--backend", "gem5", "--jobs", "2"], capture_output=True,
+                          text=True, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for run_id in ("load-0.2_manager-pimcloud", "load-0.5_manager-default"):
+        assert run_id in out
+    assert "kvstore 200" in out and "kvstore 500" in out
+    default = speed_of("gem5", "run", "paper")
+    per_run = default.host_seconds(0.11)
+    assert f"{default.host_per_sim:g} x" in out and "checkpoint boot of paper" in out
+    assert "with 2 parallel job(s)" in out
+    assert round(per_run) > 0
+    # A measured speed replaces the default, and plan says so.
+    record_speed("gem5", "run", "paper", 0.1, 1000.0)
+    record_speed("gem5", "run", "paper", 0.2, 1900.0)
+    measured = speed_of("gem5", "run", "paper")
+    assert measured.source == "measured (2 runs)"
+    assert measured.host_per_sim == pytest.approx(9000) and measured.overhead_s == \
+        pytest.approx(100)
+    again = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "plan",
+                            str(spec), "--backend", "gem5"], capture_output=True, text=True,
+                           env=os.environ.copy()).stdout
+    assert "measured (2 runs)" in again
+
+
+def test_plan_reports_spec_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[scenario]\napps = ["kvstore"]\nload = 0.5\n[length]\nmeasured = "1s"\n')
+    done = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "plan", str(bad)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "apps.kvstore.max_rps is missing" in done.stderr
+
+
+def test_max_load_bisection_finds_the_knee_and_reuses_runs(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake serves kvstore at 1000 rps (M/M/1): p99 = ln(100) / (1000 - rps) s, so a
+    # 20 ms QoS is met up to 1000 - 4.6 / 0.02 = 770 rps.
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    spec = write_spec(extra="")
+    spec.write_text(spec.read_text().replace('qos = "5ms"', 'qos = "20ms"'))
+    campaign = prepare_campaign(spec, tmp_path / "out")
+
+    def make_runs() -> None:
+        execute(campaign, "local", jobs=2, live=False)
+
+    result = find_max_load(campaign, "kvstore", make_runs, start_rps=400, tolerance=0.05,
+                           log=lambda _: None)
+    assert result.first_miss_rps is not None
+    assert result.first_miss_rps - result.max_load_rps <= 0.05 * result.first_miss_rps
+    assert 650 <= result.max_load_rps <= 800, result
+    probes = len(result.probes)
+    assert probes <= 12
+    saved = json.loads((tmp_path / "out" / "maxload-kvstore.json").read_text())
+    assert saved["max_load_rps"] == result.max_load_rps
+    # The same search again makes no new run.
+    before = len(list((tmp_path / "out" / "runs").iterdir()))
+    again = find_max_load(campaign, "kvstore", make_runs, start_rps=400, log=lambda _: None)
+    # Every known point is reused: the probes and the sweep's own pimcloud runs (200, 500).
+    assert again.max_load_rps == result.max_load_rps and again.reused == probes + 2
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == before

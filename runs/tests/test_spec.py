@@ -1,0 +1,116 @@
+"""Spec validation: every mistake names the field and the fix; runs expand from the axes."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pimcloud.runs.spec import SpecError, load_spec, parse_spec, run_id_of
+
+BASE = """
+[apps.kvstore]
+max_rps = 1000
+qos = "1ms"
+[scenario]
+apps = ["kvstore"]
+load = 0.5
+[length]
+measured = "100ms"
+"""
+
+
+def spec_of(extra: str = "", base: str = BASE) -> object:
+    return parse_spec(tomllib.loads(base + extra), source="t.toml", base_dir=Path("/"))
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(tomllib.loads(text), source="t.toml", base_dir=Path("/"))
+    return str(caught.value)
+
+
+def test_minimal_spec_is_one_run_with_defaults() -> None:
+    spec = spec_of()
+    runs = spec.runs()  # type: ignore[attr-defined]
+    assert [r.run_id for r in runs] == ["single"]
+    assert runs[0].scenario.manager == "pimcloud" and runs[0].topology == "paper"
+    assert runs[0].scenario.rps_of(runs[0].apps[0]) == 500
+
+
+def test_axes_expand_in_written_order_with_readable_ids() -> None:
+    spec = spec_of('[axes]\nload = [0.2, 0.4]\nmanager = ["pimcloud", "default"]\n')
+    ids = [r.run_id for r in spec.runs()]  # type: ignore[attr-defined]
+    assert ids == ["load-0.2_manager-pimcloud", "load-0.2_manager-default",
+                   "load-0.4_manager-pimcloud", "load-0.4_manager-default"]
+
+
+def test_axes_record_is_the_analysis_format() -> None:
+    spec = spec_of('[apps.oltp]\nmax_rps = 100\nqos = "5ms"\n'
+                   '[axes]\napps = ["kvstore+oltp", ["kvstore"]]\n')
+    mix, alone = spec.runs()  # type: ignore[attr-defined]
+    record = mix.axes_record()
+    assert record["apps"] == ["kvstore", "oltp"] and record["mix"] == "kvstore+oltp"
+    assert record["rps"] == {"kvstore": 500, "oltp": 50}
+    assert record["qos_ns"] == {"kvstore": 1e6, "oltp": 5e6}
+    assert alone.axes_record()["app"] == "kvstore" and alone.axes_record()["rps"] == 500
+
+
+def test_spec_hash_ignores_axes_and_limits_but_not_the_scenario() -> None:
+    a = spec_of('[axes]\nload = [0.2]\n[limits]\nretries = 1\n')
+    b = spec_of('[axes]\nload = [0.2, 0.3]\n[limits]\nretries = 3\n')
+    assert a.spec_hash == b.spec_hash  # type: ignore[attr-defined]
+    d = spec_of(base=BASE.replace('measured = "100ms"', 'measured = "200ms"'))
+    assert d.spec_hash != a.spec_hash  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("extra", "field", "fix"), [
+    ("[scenario]\nmanagr = 'x'\n", "scenario.managr", "did you mean 'manager'"),
+    ("[axes]\nmanager = ['pimcloud', 'octopus']\n", "axes.manager", "choose among"),
+    ("[axes]\nloads = [0.1]\n", "axes.loads", "did you mean 'load'"),
+    ("[axes]\nload = [0.1, 0.1]\n", "axes.load", "listed twice"),
+    ("[axes]\nload = []\n", "axes.load", "non-empty list"),
+    ("[limits]\nhost_time = '6 hours'\n", "limits.host_time", "s, min, h, d"),
+    ("[limits]\nmemory = '8GB'\n", "limits.memory", "GiB"),
+    ("[system]\ntopology = 'papr'\n", "system.topology", "did you mean 'paper'"),
+    ("[system]\nkernel = '/no/such/vmlinux'\n", "system.kernel", "no such file"),
+    ("[system]\nbackend = 'kvm'\n", "system.backend", "'gem5'"),
+    ("[executor]\nkind = 'pbs'\n", "executor.kind", "'slurm'"),
+    ("[apps.Bad]\nmax_rps = 1\n", "apps.Bad", "lower case"),
+])
+def test_errors_name_the_field_and_the_fix(extra: str, field: str, fix: str) -> None:
+    text = BASE + extra
+    if extra.startswith("[scenario]"):
+        text = BASE.replace('load = 0.5', 'load = 0.5\nmanagr = "x"')
+    if extra.startswith("[system]") or extra.startswith("[apps.Bad]"):
+        text = extra + BASE
+    message = error_of(text)
+    assert f"t.toml: {field}" in message and fix in message, message
+
+
+def test_load_needs_max_rps() -> None:
+    message = error_of(BASE.replace("max_rps = 1000\n", ""))
+    assert "apps.kvstore.max_rps is missing" in message and "max_rps = N" in message
+
+
+def test_measured_length_is_required() -> None:
+    message = error_of(BASE.replace('measured = "100ms"', 'warmup = "1ms"'))
+    assert "length.measured is missing" in message
+
+
+def test_mix_rps_table_needs_every_app() -> None:
+    text = BASE.replace("load = 0.5", "") + '[apps.oltp]\n[axes]\napps = ["kvstore+oltp"]\n' \
+        'rps = [{ kvstore = 100 }]\n'
+    assert "no rps for oltp" in error_of(text)
+
+
+def test_shipped_specs_are_valid() -> None:
+    for name in ("quickstart", "quickstart-qemu", "paper-load-sweep"):
+        spec = load_spec(name)
+        assert spec.runs()
+
+
+def test_run_ids_are_folder_names() -> None:
+    assert run_id_of({"apps": ["a", "b"], "rps": {"a": 1.5, "b": 2}}) == "apps-a+b_rps-a1.5+b2"
+    assert "/" not in run_id_of({"topology": "/x/y.toml"})
