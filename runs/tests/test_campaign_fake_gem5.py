@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from pimcloud.analysis.campaign import load_campaign
 from pimcloud.runs.campaign import open_campaign, prepare_campaign
 from pimcloud.runs.cli import execute

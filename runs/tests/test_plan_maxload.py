@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.maxload import find_max_load

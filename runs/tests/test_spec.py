@@ -6,7 +6,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from pimcloud.runs.spec import SpecError, load_spec, parse_spec, run_id_of
 
 BASE = """
