@@ -216,6 +216,7 @@ def _copy_atomic(source: Path, target: Path) -> None:
     os.close(handle)
     try:
         shutil.copyfile(source, temporary)
+        os.chmod(temporary, 0o644)  # mkstemp makes 0600; gem5 may run as another user
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
