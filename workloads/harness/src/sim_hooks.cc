@@ -3,12 +3,7 @@
 #include <stdexcept>
 
 #ifdef PIMCLOUD_HAVE_M5OPS
-// gem5's m5-op names, as guest/m5 provides them (work ids: request id and worker).
-extern "C" {
-void m5_work_begin(std::uint64_t workid, std::uint64_t threadid);
-void m5_work_end(std::uint64_t workid, std::uint64_t threadid);
-void m5_dump_reset_stats(std::uint64_t ns_delay, std::uint64_t ns_period);
-}
+#include "m5ops.h"  // guest/m5: work ids are the request id and the worker index
 #endif
 
 namespace pimcloud::harness {
@@ -17,7 +12,9 @@ namespace pimcloud::harness {
 namespace {
 class M5Hooks final : public SimHooks {
  public:
-  void work_begin(std::uint64_t id, std::uint64_t worker) override { m5_work_begin(id, worker); }
+  void work_begin(std::uint64_t id, std::uint64_t worker) override {
+    m5_work_begin(id, worker);
+  }
   void work_end(std::uint64_t id, std::uint64_t worker) override { m5_work_end(id, worker); }
   void dump_reset_stats() override { m5_dump_reset_stats(0, 0); }
 };
@@ -29,7 +26,8 @@ bool m5ops_available() { return false; }
 
 std::unique_ptr<SimHooks> make_sim_hooks(bool under_gem5) {
 #ifdef PIMCLOUD_HAVE_M5OPS
-  if (under_gem5) return std::make_unique<M5Hooks>();
+  // Also on when the guest's kernel command line says gem5 (pimcloud.backend=gem5).
+  if (under_gem5 || m5_backend() == M5_BACKEND_GEM5) return std::make_unique<M5Hooks>();
 #else
   if (under_gem5) {
     throw std::runtime_error(

@@ -23,11 +23,12 @@ class NoSimHooks final : public SimHooks {
   void dump_reset_stats() override {}
 };
 
-// Whether this build links the m5-op library (guest/m5's CMake target m5ops).
+// Whether this build links the m5-op library (guest/m5's CMake target pimcloud_m5).
 bool m5ops_available();
 
-// m5 hooks when `under_gem5` and the library is linked, no-ops otherwise. m5 ops are
-// illegal instructions outside gem5, so they are used only when asked (--gem5).
+// m5 hooks when the library is linked and either `under_gem5` (--gem5) or guest/m5 finds
+// the gem5 backend on the kernel command line; no-ops otherwise. m5 ops are illegal
+// instructions outside gem5, so they are never used on a host.
 std::unique_ptr<SimHooks> make_sim_hooks(bool under_gem5);
 
 }  // namespace pimcloud::harness
