@@ -142,7 +142,8 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: flo
                             on="run_id", how="left")
         table["qos_ns"] = table["app"].map(qos)
         table["meets_qos"] = table["p99_ns"] <= table["qos_ns"]
-        yield Section("Tail latency per run", "Sojourn time percentiles (ns) per run and app.",
+        yield Section("Tail latency per run", "Sojourn time percentiles per run and app "
+                      "(ms here, ns in the CSV).",
                       [("latency per run", table)])
         yield from _load_sections(campaign, table, axes, qos, out)
         yield from _mix_sections(campaign, table, axes, qos, out)
