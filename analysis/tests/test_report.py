@@ -35,6 +35,7 @@ def test_knee_follows_the_service_rate(demo_campaign: Path) -> None:
     assert loads[("imgdnn", "host")] > loads[("imgdnn", "pim")]
 
 
+@pytest.mark.slow
 def test_report_writes_html_figures_and_tables(demo_campaign: Path, tmp_path: Path) -> None:
     index = build_report(demo_campaign, tmp_path / "report")
     page = index.read_text()
@@ -135,3 +136,18 @@ def test_max_load_holds_in_every_repeat_of_a_load(tmp_path: Path) -> None:
     build_report(tmp_path / "c", tmp_path / "out")
     loads = pd.read_csv(tmp_path / "out" / "tables" / "max_load_under_qos.csv")
     assert loads["max_load"].tolist() == [100]  # seed 2 at 200 RPS missed QoS
+
+
+def test_report_lists_damaged_files(tmp_path: Path) -> None:
+    from pimcloud.analysis.stats import StatsFileWarning
+
+    run = tmp_path / "c" / "r1"
+    (run / "m5out").mkdir(parents=True)
+    (run / "run.json").write_text('{"run_id": "r1"}')
+    whole = (Path(__file__).parent / "fixtures" / "three_dumps.txt").read_text()
+    (run / "m5out" / "stats.txt").write_text(whole[: whole.index("system.l3") + 12])
+    with pytest.warns(StatsFileWarning, match="line 17: cannot parse"):
+        index = build_report(tmp_path / "c", tmp_path / "out")
+    page = index.read_text()
+    assert ">Problems found while reading</h2>" in page
+    assert "line 17: cannot parse" in page

@@ -96,6 +96,7 @@ def test_fixture_matches_reference() -> None:
     pd.testing.assert_frame_equal(plain(fast.stats), slow.stats, check_dtype=False)
 
 
+@pytest.mark.slow
 def test_huge_vector(tmp_path: Path) -> None:
     values = np.arange(200_000) % 7
     text = dump_text(["simSeconds 0.5 # seconds (Second)",
