@@ -93,15 +93,34 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
   return id;
 }
 
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
 struct Checker {
+  Checker(const HarnessOptions& options, Service& checked_service)
+      : o(options), service(checked_service) {}
   const HarnessOptions& o;
   Service& service;
   std::atomic<std::uint64_t> checked{0}, failed{0};
+  std::mutex answers_mutex;
+  std::vector<std::string> answers;
   void operator()(std::uint64_t id, const Request& request, const Response& response) {
     if (o.check_every <= 0 || id % static_cast<std::uint64_t>(o.check_every) != 0) return;
     ++checked;
-    if (!service.check(request, response)) {
-      if (failed++ < 5) std::cerr << o.app << ": request " << id << " got a wrong answer\n";
+    const bool ok = service.check(request, response);
+    if (!ok && failed++ < 5) std::cerr << o.app << ": request " << id << " got a wrong answer\n";
+    if (o.log_answers) {
+      std::lock_guard lock(answers_mutex);
+      answers.push_back(std::to_string(id) + '\t' + (ok ? "ok" : "wrong") + '\t' +
+                        one_line(request.body) + '\t' + one_line(response.body));
     }
   }
 };
@@ -110,7 +129,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   detail::ServerCore core(service, o);
   core.start();
   std::vector<std::vector<RequestRecord>> kept(static_cast<std::size_t>(o.threads));
-  Checker checker{o, service};
+  Checker checker(o, service);
   RunResult result;
   result.generated = generate(
       service, o,
@@ -129,6 +148,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   for (auto& k : kept) result.records.insert(result.records.end(), k.begin(), k.end());
   result.checked = checker.checked;
   result.failed = checker.failed;
+  result.answers = std::move(checker.answers);
   result.live_lines = core.live_lines();
   return result;
 }
@@ -158,7 +178,7 @@ RunResult run_client(Service& service, const HarnessOptions& o, int port) {
   const int fd = detail::connect_tcp(o.host, port);
   std::mutex pending_mutex;
   std::map<std::uint64_t, std::pair<std::uint64_t, Request>> pending;  // id -> (scheduled, req)
-  Checker checker{o, service};
+  Checker checker(o, service);
   RunResult result;
   std::thread receiver([&] {
     detail::ResponseFrame frame;
@@ -201,6 +221,7 @@ RunResult run_client(Service& service, const HarnessOptions& o, int port) {
   }
   result.checked += checker.checked;
   result.failed += checker.failed;
+  result.answers = std::move(checker.answers);
   return result;
 }
 
@@ -304,6 +325,15 @@ void write_outputs(const HarnessOptions& o, const RunResult& r) {
   std::string live;
   for (const auto& line : r.live_lines) live += line + '\n';
   atomic_write(o.out_dir + "/live.jsonl", live);
+  if (o.log_answers) {
+    std::vector<std::string> sorted = r.answers;
+    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+      return std::stoull(a) < std::stoull(b);
+    });
+    std::string text = "request_id\tverdict\trequest\tresponse\n";
+    for (const auto& line : sorted) text += line + '\n';
+    atomic_write(o.out_dir + "/answers.tsv", text);
+  }
   atomic_write(o.out_dir + "/summary.json", summary_json(o, r));
 }
 
@@ -322,6 +352,7 @@ std::string usage(const std::string& app) {
   --tids-file F     worker thread ids, as JSON, once the workers run
   --control-socket P  accept 'replicate NODE' / 'drop NODE' datagrams on P
   --check-every N   check every Nth answer (0 = never)
+  --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
   --host H --port P TCP modes
   --data DIR        the service's data set
@@ -355,6 +386,7 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--control-socket") o.control_socket = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
     else if (flag == "--gem5") o.gem5 = true;
+    else if (flag == "--log-answers") o.log_answers = true;
     else if (flag == "--host") o.host = value();
     else if (flag == "--port") o.port = static_cast<int>(to_int(flag, value()));
     else if (flag == "--data") o.service.data_dir = value();

@@ -29,6 +29,7 @@ struct HarnessOptions {
   std::uint64_t interval_ns = 100'000'000;
   bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
   long long check_every = 0;  // check every Nth answer (0 = never)
+  bool log_answers = false;   // keep checked answers (answers.tsv in out_dir)
   std::string host = "127.0.0.1";
   int port = 0;               // server: 0 = any free port (printed); client: required
   ServiceArgs service;
@@ -45,6 +46,7 @@ struct RunResult {
   std::uint64_t failed = 0;
   std::uint64_t measured_ns = 0;       // first to last scheduled arrival of the region
   std::vector<std::string> live_lines; // every live statistics line, in order
+  std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
   std::string service_summary = "{}";
 };
 
