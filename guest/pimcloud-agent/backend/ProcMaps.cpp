@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -115,36 +116,66 @@ std::vector<PagemapEntry> readPagemap(const std::string& path, std::uintptr_t st
 
 bool IdleBitmap::available() const { return ::access(path_.c_str(), R_OK | W_OK) == 0; }
 
+namespace {
+
+// Words grouped into runs read or written with one system call each (gaps of up to 64
+// words are bridged: bits of 0 written to the bitmap leave those pages unchanged).
+std::vector<std::pair<std::uint64_t, std::uint64_t>> wordRuns(std::vector<std::uint64_t> words) {
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;  // first word, count
+  for (std::uint64_t w : words) {
+    if (!runs.empty() && w - (runs.back().first + runs.back().second) <= 64) {
+      runs.back().second = w - runs.back().first + 1;
+    } else {
+      runs.push_back({w, 1});
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
 std::optional<std::vector<bool>> IdleBitmap::idle(const std::vector<std::uint64_t>& pfns) const {
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  std::vector<bool> out;
-  out.reserve(pfns.size());
-  std::uint64_t cachedWord = ~0ULL, cached = 0;
-  for (std::uint64_t pfn : pfns) {
-    const std::uint64_t word = pfn / 64;
-    if (word != cachedWord) {
-      if (::pread(fd, &cached, 8, static_cast<off_t>(word * 8)) != 8) {
-        ::close(fd);
-        return std::nullopt;
-      }
-      cachedWord = word;
+  std::vector<std::uint64_t> words;
+  words.reserve(pfns.size());
+  for (std::uint64_t pfn : pfns) words.push_back(pfn / 64);
+  std::map<std::uint64_t, std::uint64_t> bits;
+  for (const auto& [first, count] : wordRuns(words)) {
+    std::vector<std::uint64_t> buf(count);
+    const ssize_t want = static_cast<ssize_t>(count * 8);
+    if (::pread(fd, buf.data(), static_cast<std::size_t>(want), static_cast<off_t>(first * 8)) != want) {
+      ::close(fd);
+      return std::nullopt;
     }
-    out.push_back((cached >> (pfn % 64)) & 1);
+    for (std::uint64_t i = 0; i < count; ++i) bits[first + i] = buf[i];
   }
   ::close(fd);
+  std::vector<bool> out;
+  out.reserve(pfns.size());
+  for (std::uint64_t pfn : pfns) out.push_back((bits[pfn / 64] >> (pfn % 64)) & 1);
   return out;
 }
 
 bool IdleBitmap::markIdle(const std::vector<std::uint64_t>& pfns) const {
-  // Writes whole words: bits set to 1 mark pages idle, 0 bits leave pages unchanged.
+  // Bits set to 1 mark pages idle; 0 bits leave pages unchanged.
   std::map<std::uint64_t, std::uint64_t> words;
   for (std::uint64_t pfn : pfns) words[pfn / 64] |= 1ULL << (pfn % 64);
+  std::vector<std::uint64_t> keys;
+  for (const auto& [w, b] : words) keys.push_back(w);
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   bool ok = true;
-  for (const auto& [word, bits] : words) {
-    ok = ::pwrite(fd, &bits, 8, static_cast<off_t>(word * 8)) == 8 && ok;
+  for (const auto& [first, count] : wordRuns(keys)) {
+    std::vector<std::uint64_t> buf(count, 0);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      auto it = words.find(first + i);
+      if (it != words.end()) buf[i] = it->second;
+    }
+    const ssize_t n = static_cast<ssize_t>(count * 8);
+    ok = ::pwrite(fd, buf.data(), static_cast<std::size_t>(n), static_cast<off_t>(first * 8)) == n && ok;
   }
   ::close(fd);
   return ok;

@@ -61,10 +61,12 @@ void DecisionLog::note(std::int64_t tNs, const std::string& event, const std::st
   write(d);
 }
 
-void DecisionLog::addIntervalCost(double cpuSeconds) {
+void DecisionLog::addIntervalCost(double policySeconds, double totalSeconds) {
   ++intervalsTimed_;
-  cpuSeconds_ += cpuSeconds;
-  maxCpuSeconds_ = std::max(maxCpuSeconds_, cpuSeconds);
+  cpuSeconds_ += totalSeconds;
+  maxCpuSeconds_ = std::max(maxCpuSeconds_, totalSeconds);
+  policySeconds_ += policySeconds;
+  maxPolicySeconds_ = std::max(maxPolicySeconds_, policySeconds);
 }
 
 void DecisionLog::countInterval(const std::string& app, bool violated) {
@@ -79,9 +81,12 @@ std::string DecisionLog::summaryJson(const std::string& policy) const {
   j["decisions"] = decisions_;
   j["events"] = events_;
   j["intervals"] = intervalsTimed_;
-  j["decision_cpu_s_total"] = cpuSeconds_;
-  j["decision_cpu_s_mean"] = intervalsTimed_ ? cpuSeconds_ / static_cast<double>(intervalsTimed_) : 0.0;
-  j["decision_cpu_s_max"] = maxCpuSeconds_;
+  const double n = intervalsTimed_ ? static_cast<double>(intervalsTimed_) : 1.0;
+  j["policy_cpu_s_mean"] = policySeconds_ / n;
+  j["policy_cpu_s_max"] = maxPolicySeconds_;
+  j["interval_cpu_s_total"] = cpuSeconds_;
+  j["interval_cpu_s_mean"] = cpuSeconds_ / n;
+  j["interval_cpu_s_max"] = maxCpuSeconds_;
   json apps = json::object();
   for (const auto& [name, a] : apps_) {
     if (name.empty()) continue;

@@ -28,7 +28,9 @@ class DecisionLog {
   bool ok() const { return path_.empty() || file_ != nullptr; }
   void write(const Decision& d);
   void note(std::int64_t tNs, const std::string& event, const std::string& reason);
-  void addIntervalCost(double cpuSeconds);
+  // CPU time of one interval: the policy's decisions alone, and the whole interval
+  // (reading stats, cgroup writes, page moves, hotness scans).
+  void addIntervalCost(double policySeconds, double totalSeconds);
   void countInterval(const std::string& app, bool violated);
 
   std::string summaryJson(const std::string& policy) const;
@@ -57,6 +59,8 @@ class DecisionLog {
   std::uint64_t intervalsTimed_ = 0;
   double cpuSeconds_ = 0;
   double maxCpuSeconds_ = 0;
+  double policySeconds_ = 0;
+  double maxPolicySeconds_ = 0;
 };
 
 bool atomicWriteText(const std::string& path, const std::string& text, std::string& error);

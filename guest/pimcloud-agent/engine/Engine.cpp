@@ -239,6 +239,7 @@ void Engine::tick(std::int64_t tNs) {
     ready.push_back(id);
   }
   std::vector<Decision> out;
+  const double policy0 = threadCpuSeconds();
   if (!started_ && !ready.empty()) {
     std::map<AppId, AppSpec> initial;
     for (AppId id : ready) initial[id] = apps_.at(id).spec;
@@ -249,6 +250,7 @@ void Engine::tick(std::int64_t tNs) {
   }
   for (AppId id : ready) apps_.at(id).inPolicy = true;
   if (started_) policy_->step(obs, out);
+  const double policySeconds = threadCpuSeconds() - policy0;
   for (Decision& d : out) pending_.push_back(std::move(d));
 
   apply(tNs);
@@ -264,7 +266,7 @@ void Engine::tick(std::int64_t tNs) {
     log_->write(d);
   }
   pending_.clear();
-  log_->addIntervalCost(threadCpuSeconds() - cpu0);
+  log_->addIntervalCost(policySeconds, threadCpuSeconds() - cpu0);
 }
 
 void Engine::apply(std::int64_t tNs) {

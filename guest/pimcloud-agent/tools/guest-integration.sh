@@ -1,0 +1,93 @@
+#!/bin/sh
+# Integration test of the agent inside the guest (QEMU or gem5, `paper` topology: CPUs 0-3
+# on node 0, 4-11 on stack node 1, 12-19 on stack node 2; root; cgroup v2).
+# Two stand-in services and a busy best-effort job; the agent (PIMCloud) changes their
+# cores and migrates pages between stacks. Checks the effect in the kernel's own files
+# (cpusets, /proc/<pid>/numa_maps), not only in the log. Prints PASS/FAIL lines; exits 1
+# on any failure.
+#   BIN=/usr/local/bin OUT=/tmp/agent-it sh guest-integration.sh
+set -u
+BIN=${BIN:-/usr/local/bin}
+OUT=${OUT:-/tmp/agent-it}
+CG=/sys/fs/cgroup
+ROOT=$CG/pimcloud
+SECONDS_RUN=${SECONDS_RUN:-25}
+fail=0
+check() {  # check NAME CONDITION-EXIT-CODE DETAIL
+  if [ "$2" -eq 0 ]; then echo "PASS $1 ($3)"; else echo "FAIL $1 ($3)"; fail=1; fi
+}
+cpus_in() {  # number of CPUs in a cpulist like 0-3,12
+  echo "$1" | tr ',' '\n' | awk -F- 'NF==2{n+=$2-$1+1;next} NF==1&&$1!=""{n++} END{print n+0}'
+}
+node_pages() {  # node_pages PID NODE: pages of the process on NODE
+  awk -v k="N$2=" '{for(i=1;i<=NF;i++) if(index($i,k)==1){split($i,a,"="); n+=a[2]}} END{print n+0}' \
+    "/proc/$1/numa_maps"
+}
+
+mkdir -p "$OUT"
+rm -f "$OUT"/*.jsonl "$OUT"/summary.json
+grep -q cgroup2 /proc/mounts || mount -t cgroup2 none $CG
+cat > "$OUT/agent.json" <<JSON
+{
+  "policy": "pimcloud",
+  "topology": "sysfs",
+  "latency": "$OUT/latency.jsonl",
+  "control": "$OUT/control.jsonl",
+  "log": "$OUT/decisions.jsonl",
+  "summary": "$OUT/summary.json",
+  "cgroup": {"root": "$ROOT", "mode": "cpuset"},
+  "placement": {"static": "cc", "reserve_mib": 16},
+  "hotness_scan_intervals": 5,
+  "apps": [
+    {"name": "a", "qos_ms": 1, "max_rps_host": 300, "max_rps_pim": 100, "threads": 4},
+    {"name": "b", "qos_ms": 1, "max_rps_host": 100, "max_rps_pim": 200, "threads": 4}
+  ]
+}
+JSON
+"$BIN/pimcloud-agent" check --config "$OUT/agent.json" || exit 1
+
+# a prefers host cores (rank 1: host group, resident stack 2) and needs 14 CPUs: all host,
+# all of stack 2 and two remote cores of stack 1. b (stack 1) needs only 2.
+"$BIN/pimcloud-agent" exec --placement cc --resident 2 -- \
+  "$BIN/pimcloud_agent_demo_service" --name a --need 14 --qos-ns 1000000 --mib 64 \
+  --threads 4 --seconds $((SECONDS_RUN + 5)) --stats "$OUT/latency.jsonl" &
+A=$!
+"$BIN/pimcloud-agent" exec --placement cc --resident 1 -- \
+  "$BIN/pimcloud_agent_demo_service" --name b --need 2 --qos-ns 1000000 --mib 32 \
+  --threads 4 --seconds $((SECONDS_RUN + 5)) --stats "$OUT/latency.jsonl" &
+B=$!
+sh -c 'while :; do :; done' &
+BE=$!
+sleep 1
+a_n1_before=$(node_pages $A 1)
+a_n2_before=$(node_pages $A 2)
+
+"$BIN/pimcloud-agent" run --config "$OUT/agent.json" --duration-s "$SECONDS_RUN" &
+AGENT=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ -d "$ROOT/be" ] && break; sleep 0.2; done
+echo $BE > "$ROOT/be/cgroup.procs"
+sleep $((SECONDS_RUN - 3))
+
+a_cpus=$(cat "$ROOT/lc-a/cpuset.cpus")
+b_cpus=$(cat "$ROOT/lc-b/cpuset.cpus")
+be_cpus=$(cat "$ROOT/be/cpuset.cpus" 2>/dev/null)
+a_n1_after=$(node_pages $A 1)
+a_in_cg=$(grep -c "^$A\$" "$ROOT/lc-a/cgroup.procs")
+wait $AGENT
+agent_rc=$?
+kill $A $B $BE 2>/dev/null
+wait 2>/dev/null
+
+check "agent exit" $agent_rc "rc=$agent_rc"
+check "a in its cgroup" $([ "$a_in_cg" -eq 1 ]; echo $?) "pid $A"
+check "a upsized to 14 CPUs" $([ "$(cpus_in "$a_cpus")" -ge 14 ]; echo $?) "cpuset.cpus=$a_cpus"
+check "b downsized" $([ "$(cpus_in "$b_cpus")" -lt 8 ]; echo $?) "cpuset.cpus=$b_cpus"
+check "CC placed a on stack 2" $([ "$a_n2_before" -gt "$a_n1_before" ]; echo $?) \
+  "N1=$a_n1_before N2=$a_n2_before pages at start"
+check "a's pages migrated to stack 1" $([ "$a_n1_after" -gt "$a_n1_before" ]; echo $?) \
+  "N1 $a_n1_before -> $a_n1_after pages"
+moved=$(grep -o '"pages_moved":[0-9]*' "$OUT/decisions.jsonl" | awk -F: '{s+=$2} END{print s+0}')
+check "log counts moved pages" $([ "$moved" -gt 0 ]; echo $?) "pages_moved total $moved"
+check "BE job has the leftover CPUs" $([ -n "$be_cpus" ]; echo $?) "be cpuset.cpus=$be_cpus"
+check "summary written" $([ -s "$OUT/summary.json" ]; echo $?) "$OUT/summary.json"
+exit $fail
