@@ -15,6 +15,7 @@ kvstore and oltp generate their tables at start from a seed and need no files.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -26,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
 from pimcloud.atomic import atomic_write_bytes, atomic_write_text
 
 FORTUNES = Path("/usr/share/games/fortunes")
@@ -59,8 +59,38 @@ SENTENCES = (
 )
 
 STOPWORDS = frozenset(
-    "that this with from have they will your what when there their which would about "
-    "been were them then than some into more only other could these also just like".split()
+    {
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "they",
+        "will",
+        "your",
+        "what",
+        "when",
+        "there",
+        "their",
+        "which",
+        "would",
+        "about",
+        "been",
+        "were",
+        "them",
+        "then",
+        "than",
+        "some",
+        "into",
+        "more",
+        "only",
+        "other",
+        "could",
+        "these",
+        "also",
+        "just",
+        "like",
+    }
 )
 
 
@@ -133,9 +163,7 @@ def build_search(out: Path, queries: int = 2000, seed: int = 1) -> dict[str, obj
     picked: list[str] = []
     while len(picked) < queries:
         i = int(rng.integers(len(docs)))
-        words = sorted(
-            {w.lower() for w in WORD.findall(docs[i][1])} - STOPWORDS
-        )
+        words = sorted({w.lower() for w in WORD.findall(docs[i][1])} - STOPWORDS)
         if len(words) < 2:
             continue
         n = int(rng.integers(1, min(3, len(words)) + 1))
@@ -164,7 +192,7 @@ def train_mlp(
             (rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(np.float32),
             np.zeros(b, np.float32),
         )
-        for a, b in zip(sizes[:-1], sizes[1:], strict=True)
+        for a, b in itertools.pairwise(sizes)
     ]
     velocity = [(np.zeros_like(w), np.zeros_like(b)) for w, b in params]
     lr, momentum, batch = 0.05, 0.9, 128
@@ -212,9 +240,15 @@ def build_imgdnn(
     """model.bin (see workloads/README.md), test-images.u8, test-labels.u8."""
     folder = out / "imgdnn"
     folder.mkdir(parents=True, exist_ok=True)
-    files = {n: FASHION_MNIST / f"{n}.gz" for n in (
-        "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+    files = {
+        n: FASHION_MNIST / f"{n}.gz"
+        for n in (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        )
+    }
     for f in files.values():
         _require(f, "dataset-fashion-mnist")
     train_x = _read_idx(files["train-images-idx3-ubyte"]).reshape(-1, 784)
@@ -261,8 +295,11 @@ def build_speech(out: Path, rate: int = 16000) -> dict[str, object]:
     seconds = 0.0
     for i, sentence in enumerate(SENTENCES):
         wav_path = folder / f"{i:03d}.wav"
-        subprocess.run([espeak, "-v", "en-us", "-s", "140", "-w", str(wav_path), sentence],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [espeak, "-v", "en-us", "-s", "140", "-w", str(wav_path), sentence],
+            check=True,
+            capture_output=True,
+        )
         with wave.open(str(wav_path)) as w:
             rate_in = w.getframerate()
             pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float64)
@@ -271,8 +308,11 @@ def build_speech(out: Path, rate: int = 16000) -> dict[str, object]:
         seconds += len(pcm16) / rate
         atomic_write_bytes(folder / f"{i:03d}.raw", pcm16.tobytes())
     atomic_write_text(folder / "transcripts.txt", "\n".join(SENTENCES) + "\n")
-    return {"utterances": len(SENTENCES), "audio_seconds": round(seconds, 1),
-            "bytes": _size(folder)}
+    return {
+        "utterances": len(SENTENCES),
+        "audio_seconds": round(seconds, 1),
+        "bytes": _size(folder),
+    }
 
 
 def build_translate(out: Path, extra: int = 480, seed: int = 1) -> dict[str, object]:
@@ -281,8 +321,9 @@ def build_translate(out: Path, extra: int = 480, seed: int = 1) -> dict[str, obj
     folder.mkdir(parents=True, exist_ok=True)
     short = [t for _, t in read_fortunes() if "\n" not in t and 4 <= len(t.split()) <= 16]
     rng = np.random.default_rng(seed)
-    chosen = [short[int(i)] for i in rng.choice(len(short), size=min(extra, len(short)),
-                                                replace=False)]
+    chosen = [
+        short[int(i)] for i in rng.choice(len(short), size=min(extra, len(short)), replace=False)
+    ]
     sentences = [s.capitalize() + "." for s in SENTENCES] + chosen
     atomic_write_text(folder / "sentences.txt", "\n".join(sentences) + "\n")
     return {"sentences": len(sentences), "bytes": _size(folder)}

@@ -1,0 +1,115 @@
+"""The six latency-critical services and the best-effort jobs, as the rest of pimcloud sees them.
+
+QoS targets follow the paper's Table II where our engine does comparable work, and are
+otherwise set at a few times our engine's native p99 service time (noted per service). The
+paper defines QoS as the knee of the tail-latency curve on the main CPU: a campaign can
+re-derive it in simulation with a load sweep; these are the defaults until it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    paper_name: str  # the Tailbench application it stands for (Table II)
+    domain: str
+    engine: str
+    binary: str
+    qos_ns: int  # target p99 sojourn
+    paper_qos_ns: int
+    request_mix: str
+    data_set: str  # sub-folder of the data folder, or "" when generated at start
+
+    @property
+    def needs_data(self) -> bool:
+        return bool(self.data_set)
+
+
+MS = 1_000_000
+SERVICES: dict[str, ServiceSpec] = {
+    s.name: s
+    for s in (
+        ServiceSpec(
+            "oltp",
+            "Silo",
+            "in-memory database",
+            "SQLite (WAL, tmpfs)",
+            "pimcloud-oltp",
+            5 * MS,
+            1 * MS,
+            "TPC-C: 45% NewOrder (1% roll back), 43% Payment, 4% OrderStatus, "
+            "4% Delivery, 4% StockLevel; 1 warehouse, 10 districts x 300 customers, 10k items",
+            "",
+        ),
+        ServiceSpec(
+            "kvstore",
+            "Masstree",
+            "key-value store",
+            "LMDB (tmpfs)",
+            "pimcloud-kvstore",
+            1 * MS,
+            1 * MS,
+            "90% get / 10% put, Zipf 0.99 over 200k keys, 100-byte values",
+            "",
+        ),
+        ServiceSpec(
+            "imgdnn",
+            "ImgDNN",
+            "image recognition",
+            "MLP 784-256-128-10 (ours)",
+            "pimcloud-imgdnn",
+            7 * MS,
+            7 * MS,
+            "one held-out Fashion-MNIST image per request, uniform",
+            "imgdnn",
+        ),
+        ServiceSpec(
+            "search",
+            "Xapian",
+            "web search",
+            "Xapian",
+            "pimcloud-search",
+            10 * MS,
+            10 * MS,
+            "1-3 words of a random document, all required, top 10 by BM25",
+            "search",
+        ),
+        ServiceSpec(
+            "translate",
+            "Moses",
+            "real-time translation",
+            "Apertium eng-spa",
+            "pimcloud-translate",
+            50 * MS,
+            10 * MS,
+            "one English sentence (4-16 words) per request, uniform",
+            "translate",
+        ),
+        ServiceSpec(
+            "speech",
+            "Sphinx",
+            "speech recognition",
+            "PocketSphinx en-us",
+            "pimcloud-speech",
+            15_000 * MS,
+            6_000 * MS,
+            "one 1.5-3.5 s utterance per request, uniform over 20",
+            "speech",
+        ),
+    )
+}
+
+BEST_EFFORT_JOBS = ("compute", "membw")  # pimcloud-be compute|membw
+
+
+def service(name: str) -> ServiceSpec:
+    """The service called `name`; the error lists the known ones."""
+    try:
+        return SERVICES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown service {name!r}; choose one of {', '.join(sorted(SERVICES))}"
+        ) from None
