@@ -16,11 +16,26 @@
  * One function per op, each holding exactly one "0F 04 <code:16 LE>" so the test can
  * find every op's bytes in the disassembly.  Arguments go in rdi, rsi, rdx, rcx; the
  * result comes back in rax. */
-#define M5OP_ASM(code, a0, a1, a2, a3, result)                                           \
-    __asm__ volatile(".byte 0x0f, 0x04\n\t.word %c[op]"                                    \
-                     : "=a"(result)                                                        \
-                     : [op] "i"(code), "D"((uint64_t)(a0)), "S"((uint64_t)(a1)),           \
-                       "d"((uint64_t)(a2)), "c"((uint64_t)(a3))                            \
+#define M5OP_INSN ".byte 0x0f, 0x04\n\t.word %c[op]"
+/* Only the registers an op reads are bound, so nothing else is set up before it. */
+#define M5OP_ASM1(code, a0, result)                                                      \
+    __asm__ volatile(M5OP_INSN : "=a"(result) : [op] "i"(code), "D"((uint64_t)(a0)) : "memory")
+#define M5OP_ASM2(code, a0, a1, result)                                                  \
+    __asm__ volatile(M5OP_INSN                                                           \
+                     : "=a"(result)                                                      \
+                     : [op] "i"(code), "D"((uint64_t)(a0)), "S"((uint64_t)(a1))          \
+                     : "memory")
+#define M5OP_ASM3(code, a0, a1, a2, result)                                              \
+    __asm__ volatile(M5OP_INSN                                                           \
+                     : "=a"(result)                                                      \
+                     : [op] "i"(code), "D"((uint64_t)(a0)), "S"((uint64_t)(a1)),         \
+                       "d"((uint64_t)(a2))                                               \
+                     : "memory")
+#define M5OP_ASM4(code, a0, a1, a2, a3, result)                                          \
+    __asm__ volatile(M5OP_INSN                                                           \
+                     : "=a"(result)                                                      \
+                     : [op] "i"(code), "D"((uint64_t)(a0)), "S"((uint64_t)(a1)),         \
+                       "d"((uint64_t)(a2)), "c"((uint64_t)(a3))                          \
                      : "memory")
 
 /* noinline keeps each magic instruction in its own function, where the test looks. */
@@ -28,62 +43,62 @@
 
 M5OP_FUNCTION void m5op_exit(uint64_t delay_ns) {
     uint64_t result;
-    M5OP_ASM(M5OP_EXIT, delay_ns, 0, 0, 0, result);
+    M5OP_ASM1(M5OP_EXIT, delay_ns, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_fail(uint64_t delay_ns, uint64_t code) {
     uint64_t result;
-    M5OP_ASM(M5OP_FAIL, delay_ns, code, 0, 0, result);
+    M5OP_ASM2(M5OP_FAIL, delay_ns, code, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_reset_stats(uint64_t delay_ns, uint64_t period_ns) {
     uint64_t result;
-    M5OP_ASM(M5OP_RESET_STATS, delay_ns, period_ns, 0, 0, result);
+    M5OP_ASM2(M5OP_RESET_STATS, delay_ns, period_ns, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_dump_stats(uint64_t delay_ns, uint64_t period_ns) {
     uint64_t result;
-    M5OP_ASM(M5OP_DUMP_STATS, delay_ns, period_ns, 0, 0, result);
+    M5OP_ASM2(M5OP_DUMP_STATS, delay_ns, period_ns, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_dump_reset_stats(uint64_t delay_ns, uint64_t period_ns) {
     uint64_t result;
-    M5OP_ASM(M5OP_DUMP_RESET_STATS, delay_ns, period_ns, 0, 0, result);
+    M5OP_ASM2(M5OP_DUMP_RESET_STATS, delay_ns, period_ns, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_checkpoint(uint64_t delay_ns, uint64_t period_ns) {
     uint64_t result;
-    M5OP_ASM(M5OP_CHECKPOINT, delay_ns, period_ns, 0, 0, result);
+    M5OP_ASM2(M5OP_CHECKPOINT, delay_ns, period_ns, result);
     (void)result;
 }
 
 M5OP_FUNCTION uint64_t m5op_write_file(const void *buffer, uint64_t length, uint64_t offset,
                          const char *host_name) {
     uint64_t result;
-    M5OP_ASM(M5OP_WRITE_FILE, (uintptr_t)buffer, length, offset, (uintptr_t)host_name, result);
+    M5OP_ASM4(M5OP_WRITE_FILE, (uintptr_t)buffer, length, offset, (uintptr_t)host_name, result);
     return result;
 }
 
 M5OP_FUNCTION uint64_t m5op_read_file(void *buffer, uint64_t length, uint64_t offset) {
     uint64_t result;
-    M5OP_ASM(M5OP_READ_FILE, (uintptr_t)buffer, length, offset, 0, result);
+    M5OP_ASM3(M5OP_READ_FILE, (uintptr_t)buffer, length, offset, result);
     return result;
 }
 
 M5OP_FUNCTION void m5op_work_begin(uint64_t work_id, uint64_t thread_id) {
     uint64_t result;
-    M5OP_ASM(M5OP_WORK_BEGIN, work_id, thread_id, 0, 0, result);
+    M5OP_ASM2(M5OP_WORK_BEGIN, work_id, thread_id, result);
     (void)result;
 }
 
 M5OP_FUNCTION void m5op_work_end(uint64_t work_id, uint64_t thread_id) {
     uint64_t result;
-    M5OP_ASM(M5OP_WORK_END, work_id, thread_id, 0, 0, result);
+    M5OP_ASM2(M5OP_WORK_END, work_id, thread_id, result);
     (void)result;
 }
 

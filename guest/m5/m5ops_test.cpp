@@ -92,16 +92,24 @@ TEST(M5OpEncoding, EveryOpHasItsSpecifiedBytes) {
     }
 }
 
-TEST(M5OpEncoding, ArgumentsGoInTheSpecifiedRegisters) {
-    // write_file takes four arguments: rdi, rsi, rdx, rcx; the result comes from rax.
-    auto listing = run(std::string(OBJDUMP) + " -d --no-show-raw-insn " + M5OPS_ARCHIVE);
-    auto start = listing.find("<m5op_write_file>:");
-    ASSERT_NE(start, std::string::npos);
-    auto body = listing.substr(start, listing.find("\n\n", start) - start);
-    // The compiler may leave arguments where the ABI put them (same registers), so what
-    // must hold is that nothing moves rdi/rsi/rdx/rcx away before the op.
-    for (const char* clobber : {",%rdi", ",%rsi", ",%rdx", ",%rcx", ",%edi", ",%esi"})
-        EXPECT_EQ(body.find(clobber), std::string::npos) << body;
+TEST(M5OpEncoding, ArgumentsStayInTheRegistersTheSpecificationNames) {
+    // The System V ABI passes the first four arguments in rdi, rsi, rdx, rcx and returns
+    // rax: exactly the m5-op registers.  So each op function must be the instruction and
+    // a return, with nothing moving a register in between (endbr64 may come first).
+    auto functions = disassembled_functions();
+    for (const char* name : {"m5op_exit", "m5op_fail", "m5op_reset_stats", "m5op_dump_stats",
+                             "m5op_dump_reset_stats", "m5op_checkpoint", "m5op_write_file",
+                             "m5op_read_file", "m5op_work_begin", "m5op_work_end"}) {
+        auto code = functions[name];
+        size_t start = 0;
+        if (code.size() >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e &&
+            code[3] == 0xfa)
+            start = 4;  // endbr64
+        ASSERT_GE(code.size(), start + 5) << name;
+        EXPECT_EQ(code[start], 0x0fu) << name;
+        EXPECT_EQ(code[start + 1], 0x04u) << name;
+        EXPECT_EQ(code[start + 4], 0xc3u) << name << ": something runs between the op and ret";
+    }
 }
 
 TEST(M5Backend, ReadFromTheKernelCommandLine) {
