@@ -278,6 +278,7 @@ void Engine::apply(std::int64_t tNs) {
     if (options_.beQuota > 0) machine_->setBeQuota(options_.beQuota);
   }
   std::vector<AppId> gone;
+  std::vector<AppId> retry;
   for (const auto& [id, cpus] : want.appCpus) {
     auto rtIt = apps_.find(id);
     if (rtIt == apps_.end()) continue;
@@ -299,6 +300,7 @@ void Engine::apply(std::int64_t tNs) {
           continue;
         }
         log_->note(tNs, "backend-error", rt.spec.name + " cpus: " + st.error);
+        retry.push_back(id);  // try again next interval
       }
     }
     // A remote PIM core runs one thread of its own (IV-E2); the rest share the others.
@@ -334,6 +336,7 @@ void Engine::apply(std::int64_t tNs) {
     }
   }
   applied_ = want;
+  for (AppId id : retry) applied_.appCpus.erase(id);
   for (AppId id : gone) appGone(tNs, id, "process gone when its cores changed");
 }
 

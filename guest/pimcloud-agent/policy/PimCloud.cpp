@@ -269,10 +269,9 @@ std::optional<PimCloudPolicy::Move> PimCloudPolicy::adjustCoreUp(AppId app, bool
     std::vector<AppId> sources{kBePool};
     for (const auto& d : donors) sources.push_back(d.second);
     for (AppId source : sources) {
-      for (int core : pickOrder(source, type, stack)) {
-        if (tryMove(core, app)) return Move{core, source, app};
-        break;  // one candidate per source and kind: others of the kind are equivalent
-      }
+      // One candidate per source and kind: the rule only sees counts per type.
+      const std::vector<int> cores = pickOrder(source, type, stack);
+      if (!cores.empty() && tryMove(cores.front(), app)) return Move{cores.front(), source, app};
     }
   }
   return std::nullopt;
