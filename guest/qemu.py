@@ -323,9 +323,10 @@ def _boot(command: list[str], console: Path, timeout: float,
                 text = console.read_text(errors="replace") if console.exists() else ""
                 if "console" not in marks and text:
                     marks["console"] = now  # firmware and decompression are done
-                for mark, pattern in (("init", "pimcloud-init "), ("ready", "pimcloud-ready"),
-                                      ("scenario_end", "pimcloud-scenario-exit")):
-                    if mark not in marks and pattern in text:
+                # At a line start: the kernel's "Run /sbin/pimcloud-init as init" is not it.
+                for mark, pattern in (("init", "pimcloud-init "), ("ready", "pimcloud-ready "),
+                                      ("scenario_end", "pimcloud-scenario-exit ")):
+                    if mark not in marks and f"\n{pattern}" in text:
                         marks[mark] = now
                         log(f"qemu: {mark} after {now:.1f} s")
                 if panic_seen is None and "Kernel panic - not syncing" in text:
