@@ -3,7 +3,7 @@
 For each service: a low-load run (one worker, one core) gives the service-time
 distribution; an overload run (one worker, offered 3x what it can serve) gives max RPS as
 completions over the busy span. Printed beside the paper's Table II QoS targets, as
-p99 service time / paper QoS, and peak memory beside Table II's capacity.
+p99 service time / paper QoS.
 
     .venv/bin/python workloads/bench/bench_services.py [--cpu 1] [--only kvstore ...]
 """
@@ -11,7 +11,6 @@ p99 service time / paper QoS, and peak memory beside Table II's capacity.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -21,15 +20,6 @@ from pimcloud.workloads.latency import RunOutput
 from pimcloud.workloads.run import DEFAULT_DATA, service_command
 from pimcloud.workloads.services import SERVICES
 
-# Table II capacity (GB) of the application each service stands for.
-PAPER_CAPACITY_GB = {
-    "oltp": 1.8,
-    "kvstore": 9.3,
-    "imgdnn": 0.3,
-    "search": 5.6,
-    "translate": 2.5,
-    "speech": 1.4,
-}
 # (low-load RPS, measured requests) per service; speech is slow, few requests.
 PLAN = {
     "kvstore": (200, 2000),
@@ -41,14 +31,10 @@ PLAN = {
 }
 
 
-def run_pinned(command: list[str], cpu: int) -> tuple[int, int]:
-    """Runs on one CPU; returns (exit code, peak resident KiB)."""
-    proc = subprocess.Popen(
-        ["taskset", "-c", str(cpu), *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss
+def run_pinned(command: list[str], cpu: int) -> int:
+    """Runs on one CPU; returns the exit code."""
+    done = subprocess.run(["taskset", "-c", str(cpu), *command], capture_output=True)
+    return done.returncode
 
 
 def bench(name: str, cpu: int, data: Path) -> dict[str, float]:
@@ -57,7 +43,7 @@ def bench(name: str, cpu: int, data: Path) -> dict[str, float]:
         low = Path(tmp) / "low"
         cmd = service_command(name, rps, 1, low, data=data, threads=1, warmup=max(2, n // 20))
         cmd[cmd.index("--seconds") : cmd.index("--seconds") + 2] = ["--requests", str(n)]
-        code, rss_kib = run_pinned(cmd, cpu)
+        code = run_pinned(cmd, cpu)
         if code:
             raise RuntimeError(f"{name} low-load run failed ({code})")
         service_ns = RunOutput.load(low).requests["service_ns"].to_numpy()
@@ -65,7 +51,7 @@ def bench(name: str, cpu: int, data: Path) -> dict[str, float]:
         high = Path(tmp) / "high"
         cmd = service_command(name, offered, 1, high, data=data, threads=1, warmup=2)
         cmd[cmd.index("--seconds") : cmd.index("--seconds") + 2] = ["--requests", str(n)]
-        code, _ = run_pinned(cmd, cpu)
+        code = run_pinned(cmd, cpu)
         if code:
             raise RuntimeError(f"{name} overload run failed ({code})")
         frame = RunOutput.load(high).requests
@@ -75,7 +61,6 @@ def bench(name: str, cpu: int, data: Path) -> dict[str, float]:
         "max_rps": len(frame) / span_s,
         "p50_ms": p50 / 1e6,
         "p99_ms": p99 / 1e6,
-        "rss_mb": rss_kib / 1024,
     }
 
 
@@ -87,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     print(
         f"{'service':10} {'paper':9} {'max RPS':>9} {'svc p50':>10} {'svc p99':>10} "
-        f"{'our QoS':>9} {'paper QoS':>9} {'p99/pQoS':>8} {'RSS MB':>7} {'paper GB':>8}"
+        f"{'our QoS':>9} {'paper QoS':>9} {'p99/pQoS':>8}"
     )
     for name in args.only or list(SERVICES):
         spec = SERVICES[name]
@@ -95,8 +80,7 @@ def main() -> int:
         print(
             f"{name:10} {spec.paper_name:9} {r['max_rps']:9.1f} {r['p50_ms']:8.3f}ms "
             f"{r['p99_ms']:8.3f}ms {spec.qos_ns / 1e6:7.1f}ms {spec.paper_qos_ns / 1e6:7.1f}ms "
-            f"{r['p99_ms'] * 1e6 / spec.paper_qos_ns:8.3f} {r['rss_mb']:7.0f} "
-            f"{PAPER_CAPACITY_GB[name]:8.1f}",
+            f"{r['p99_ms'] * 1e6 / spec.paper_qos_ns:8.3f}",
             flush=True,
         )
     return 0
