@@ -91,6 +91,13 @@ Status FakeMachine::setAppCpus(const AppHandle& app, const std::vector<int>& cpu
   if (deadApps.count(app.name)) return Status::failure("no such process", true);
   appCpus[app.name] = cpus;
   appPids[app.name] = app.pid;
+  // As cgroup v2 does: a new cpuset resets the affinity of every thread in it.
+  auto t = tids_.find(app.name);
+  if (t != tids_.end()) {
+    for (int tid : t->second) {
+      if (!deadTids.count(tid)) threadCpus[tid] = cpus;
+    }
+  }
   return Status::success();
 }
 

@@ -305,12 +305,17 @@ void Engine::apply(std::int64_t tNs) {
     }
     // A remote PIM core runs one thread of its own (IV-E2); the rest share the others.
     for (auto it = rt.dedicated.begin(); it != rt.dedicated.end();) {
-      it = std::find(dedicated.begin(), dedicated.end(), it->first) == dedicated.end()
-               ? rt.dedicated.erase(it)
-               : std::next(it);
+      const bool kept = std::find(dedicated.begin(), dedicated.end(), it->first) != dedicated.end();
+      // A new cpuset resets every thread's affinity: pin the kept ones again.
+      it = kept && (!coresChanged || machine_->pinThread(it->second, {it->first}).ok)
+               ? std::next(it)
+               : rt.dedicated.erase(it);
     }
     for (int cpu : dedicated) {
       if (rt.dedicated.count(cpu) != 0) continue;
+      // Keep one thread or more for the shared cores; a remote core without a thread of
+      // its own is shared with the rest.
+      if (rt.dedicated.size() + 1 >= rt.tids.size()) break;
       for (int tid : rt.tids) {
         const bool used = std::any_of(rt.dedicated.begin(), rt.dedicated.end(),
                                       [tid](const auto& p) { return p.second == tid; });

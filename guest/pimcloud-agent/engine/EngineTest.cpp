@@ -57,6 +57,25 @@ TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
     pinnedAlone |= cpus.size() == 1 && cpus[0] == ded->second.front();
   }
   EXPECT_TRUE(pinnedAlone);
+  // Later core changes rewrite the cpuset (which resets affinities): every remote core
+  // still has its own thread.
+  e.machine.setLoad("averse", 900);
+  e.tick(40);
+  const auto& nowDedicated = e.engine->applied().dedicatedCpus;
+  const auto it = nowDedicated.find(e.id("friendly"));
+  ASSERT_NE(it, nowDedicated.end());
+  std::size_t aloneCores = 0;
+  for (int cpu : it->second) {
+    int alone = 0;
+    for (const auto& [tid, cpus] : e.machine.threadCpus) alone += cpus == std::vector<int>{cpu};
+    EXPECT_LE(alone, 1) << "cpu " << cpu;
+    aloneCores += alone;
+  }
+  // 4 threads: up to 3 get a remote core each, one at least stays on the shared cores.
+  EXPECT_EQ(aloneCores, std::min<std::size_t>(it->second.size(), 3));
+  int shared = 0;
+  for (int t = 0; t < 4; ++t) shared += e.machine.threadCpus.at(1001 * 100 + t).size() > 1;
+  EXPECT_GE(shared, 1);
 
   // Load drops: the remote cores go, and their pages come back to the resident stack.
   e.machine.setLoad("friendly", 100);
