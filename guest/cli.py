@@ -1,16 +1,10 @@
-"""``pimcloud qemu run|stock-kernel``: the guest in QEMU (functional mode, no timing).
-
-Guest command modules beside this one (``GUEST_COMMANDS``) are offered when present, each
-through its own ``register(subparsers)``, as the root CLI does for families.
-"""
+"""``pimcloud qemu run|stock-kernel``, ``pimcloud kernel build``, ``pimcloud image build``:
+the guest's builds, and the guest in QEMU (functional mode, no timing)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
-
-GUEST_COMMANDS = ("pimcloud.guest.kernel_cli", "pimcloud.guest.image_cli")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,14 +43,46 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                 "the cache and print its path")
     stock.set_defaults(handler=_stock_kernel)
 
-    for module_name in GUEST_COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:
-                continue
-            raise
-        module.register(subparsers)
+    kernel = subparsers.add_parser("kernel", help="the guest kernel (Debian's linux-source-6.1)")
+    kernel_commands = kernel.add_subparsers(dest="kernel_command", metavar="ACTION",
+                                            required=True)
+    kernel_build = kernel_commands.add_parser(
+        "build", help="build vmlinux (gem5) and bzImage (QEMU) into the cache, if changed")
+    kernel_build.add_argument("--force", action="store_true", help="run kbuild even if the "
+                              "fragment and source are unchanged")
+    kernel_build.add_argument("--jobs", type=int, default=2)
+    kernel_build.set_defaults(handler=_kernel_build)
+
+    image = subparsers.add_parser("image", help="the guest root filesystem (debootstrap)")
+    image_commands = image.add_subparsers(dest="image_command", metavar="ACTION", required=True)
+    image_build = image_commands.add_parser(
+        "build", help="build the ext4 root image into the cache, if changed")
+    image_build.add_argument("--force", action="store_true")
+    image_build.set_defaults(handler=_image_build)
+
+
+def _kernel_build(args: argparse.Namespace) -> int:
+    from .kernel import KernelBuildError, build_kernel
+
+    try:
+        built = build_kernel(force=args.force, jobs=args.jobs)
+    except KernelBuildError as error:
+        print(f"pimcloud kernel build: error: {error}")
+        return 2
+    print(f"vmlinux {built.vmlinux}\nbzImage {built.bzimage}\n({built.seconds:.1f} s)")
+    return 0
+
+
+def _image_build(args: argparse.Namespace) -> int:
+    from .image import ImageBuildError, build_image
+
+    try:
+        built = build_image(force=args.force)
+    except ImageBuildError as error:
+        print(f"pimcloud image build: error: {error}")
+        return 2
+    print(f"image {built.path} ({built.size_bytes / 2**20:.0f} MiB, {built.seconds:.1f} s)")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
