@@ -16,7 +16,6 @@ import difflib
 import hashlib
 import itertools
 import json
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -26,6 +25,8 @@ from typing import Any
 
 from pimcloud.topology import TopologyError, load_topology
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
+
+from ..checked import CheckedTable, InputError
 
 CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 # The resource managers the agent registers (guest/pimcloud-agent/policy), and "none":
@@ -42,18 +43,8 @@ APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """An invalid campaign spec: names the file, the dotted field, the value and the fix."""
-
-    def __init__(self, source: str, field_name: str, value: object, fix: str) -> None:
-        self.source, self.field, self.value, self.fix = source, field_name, value, fix
-        if value == "(missing)":
-            super().__init__(f"{source}: {field_name} is missing: {fix}")
-            return
-        shown = repr(value)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        super().__init__(f"{source}: {field_name} = {shown}: {fix}")
 
 
 def parse_host_seconds(text: object) -> float:
@@ -283,89 +274,20 @@ def run_id_of(point: Mapping[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------- parsing
 
-class _Table:
-    """Typed, checked access to one TOML table; remembers which keys were read, so that
-    unknown keys (misspellings) are errors, as in the topology parser."""
+class _Table(CheckedTable):
+    """Checked access to one table of a spec; sub-tables default to empty."""
 
-    def __init__(self, source: str, path: str, data: object) -> None:
-        if not isinstance(data, dict):
-            raise SpecError(source, path or "(top level)", data, "this must be a table")
-        self.source, self.path, self.data = source, path, data
-        self.read: set[str] = set()
+    error_type = SpecError
 
-    def name(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def error(self, key: str, value: object, fix: str) -> SpecError:
-        return SpecError(self.source, self.name(key), value, fix)
-
-    def raw(self, key: str, default: Any = None) -> Any:
-        self.read.add(key)
-        return self.data.get(key, default)
-
-    def string(self, key: str, default: str | None = None) -> str:
-        value = self.raw(key, default)
-        if value is None:
-            raise self.error(key, "(missing)", f"add {self.name(key)} = \"...\"")
-        if not isinstance(value, str):
-            raise self.error(key, value, "must be a string")
-        return value
-
-    def choice(self, key: str, options: tuple[str, ...], default: str) -> str:
-        value = self.string(key, default)
-        if value not in options:
-            close = difflib.get_close_matches(value, options, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise self.error(key, value, hint + "choose one of " +
-                             ", ".join(repr(o) for o in options))
-        return value
-
-    def integer(self, key: str, default: int, minimum: int = 0) -> int:
-        value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, value, "must be a whole number")
-        if value < minimum:
-            raise self.error(key, value, f"must be at least {minimum}")
-        return value
-
-    def number(self, key: str, default: float | None, minimum: float = 0.0) -> float | None:
-        value = self.raw(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.error(key, value, "must be a number")
-        if value < minimum or not math.isfinite(value):
-            raise self.error(key, value, f"must be a finite number of at least {minimum}")
-        return float(value)
-
-    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-        value = self.raw(key, list(default))
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(key, value, 'must be a list of strings, e.g. ["a", "b"]')
-        return tuple(value)
+    def table(self, key: str, default: dict[str, Any] | None = None) -> _Table:
+        sub = super().table(key, {} if default is None else default)
+        assert isinstance(sub, _Table)
+        return sub
 
     def seconds(self, key: str, default: str | None) -> float:
-        value = self.raw(key, default)
-        if value is None:
-            raise self.error(key, "(missing)", f'add {self.name(key)} = "200ms"')
-        try:
-            picoseconds = parse_time_ps(value)
-        except UnitError as error:
-            raise self.error(key, value, str(error)) from None
-        if picoseconds <= 0 and key != "warmup":
-            raise self.error(key, value, "must be greater than zero")
+        """Simulated seconds from a time with a unit ("200ms"); only warmup may be zero."""
+        picoseconds = self.quantity(key, parse_time_ps, default, positive=key != "warmup")
         return picoseconds / 1e12
-
-    def table(self, key: str) -> _Table:
-        return _Table(self.source, self.name(key), self.raw(key, {}))
-
-    def finish(self) -> None:
-        for key in self.data:
-            if key not in self.read:
-                close = difflib.get_close_matches(key, sorted(self.read), n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                known = ", ".join(sorted(self.read))
-                raise self.error(key, self.data[key], f"unknown field; {hint}known here: {known}")
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:

@@ -1,7 +1,7 @@
-"""Reading the harness's outputs: lats.bin, requests.csv, summary.json, live.jsonl.
+"""Reading the harness's outputs for a quick look: summary.json, requests.csv, live.jsonl.
 
-lats.bin holds, per measured request in request-id order, three little-endian uint64:
-queue ns, service ns, sojourn ns (Tailbench's layout; no header).
+The file formats themselves (lats.bin, the request table) are read by
+pimcloud.analysis.results, the one reader every part uses.
 """
 
 from __future__ import annotations
@@ -13,31 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-LATS_DTYPE = np.dtype([("queue_ns", "<u8"), ("service_ns", "<u8"), ("sojourn_ns", "<u8")])
-CSV_COLUMNS = (
-    "request_id",
-    "thread",
-    "scheduled_ns",
-    "start_ns",
-    "end_ns",
-    "queue_ns",
-    "service_ns",
-    "sojourn_ns",
-)
-
-
-def read_lats(path: Path) -> np.ndarray:
-    data = path.read_bytes()
-    if len(data) % LATS_DTYPE.itemsize:
-        raise ValueError(f"{path}: {len(data)} bytes is not a whole number of 24-byte records")
-    return np.frombuffer(data, dtype=LATS_DTYPE)
-
-
-def read_requests(path: Path) -> pd.DataFrame:
-    frame = pd.read_csv(path)
-    if tuple(frame.columns) != CSV_COLUMNS:
-        raise ValueError(f"{path}: columns {list(frame.columns)}, expected {list(CSV_COLUMNS)}")
-    return frame
+from ..analysis.results import read_request_table
 
 
 def read_live(path: Path) -> list[dict[str, object]]:
@@ -53,7 +29,7 @@ class RunOutput:
     @classmethod
     def load(cls, folder: Path) -> RunOutput:
         summary = json.loads((folder / "summary.json").read_text())
-        return cls(folder, summary, read_requests(folder / "requests.csv"))
+        return cls(folder, summary, read_request_table(folder / "requests.csv"))
 
     def percentiles_ns(self, column: str = "sojourn_ns") -> dict[str, float]:
         values = self.requests[column].to_numpy()

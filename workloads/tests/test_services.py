@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pimcloud.workloads.latency import RunOutput, read_lats, read_live
+from pimcloud.analysis.results import read_lats_bin
+from pimcloud.workloads.latency import RunOutput, read_live
 from pimcloud.workloads.run import run_service, service_command
 
 THREADS = 4
@@ -56,7 +57,7 @@ def assert_complete(out: RunOutput, client_view: bool = False) -> None:
         assert (total == frame["sojourn_ns"]).all()
     assert (frame["start_ns"] >= frame["scheduled_ns"]).all()
     assert frame["thread"].between(0, THREADS - 1).all()
-    lats = read_lats(out.folder / "lats.bin")
+    lats = read_lats_bin(out.folder / "lats.bin")
     assert len(lats) == len(frame)
     assert np.array_equal(lats["sojourn_ns"], frame["sojourn_ns"].to_numpy())
     assert np.array_equal(lats["queue_ns"], frame["queue_ns"].to_numpy())

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
+from ..checked import CheckedTable
 from .errors import TopologyError
 from .model import (
     HOST_CLUSTER,
@@ -29,7 +30,7 @@ from .model import (
     Topology,
     stack_cluster,
 )
-from .units import UnitError, parse_bandwidth, parse_frequency, parse_size, parse_time_ps
+from .units import parse_bandwidth, parse_frequency, parse_size, parse_time_ps
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "topologies"
 MAX_EXTENDS_DEPTH = 8
@@ -123,93 +124,16 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-class _Table:
-    """Typed, checked access to one TOML table; remembers which keys were read."""
-
-    def __init__(self, source: str, path: str, data: object) -> None:
-        if not isinstance(data, dict):
-            raise TopologyError(source, path or "(top level)", data, "this must be a table")
-        self.source = source
-        self.path = path
-        self.data: dict[str, Any] = data
-        self.read: set[str] = set()
-
-    def _field(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def error(self, key: str, value: object, fix: str) -> TopologyError:
-        return TopologyError(self.source, self._field(key), value, fix)
-
-    def has(self, key: str) -> bool:
-        return key in self.data
-
-    def get(self, key: str, kind: type[T], default: T | None = None) -> T:
-        self.read.add(key)
-        if key not in self.data:
-            if default is None:
-                raise self.error(key, "(missing)", f"add {self._field(key)} to the topology")
-            return default
-        value = self.data[key]
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise self.error(key, value, "must be a whole number")
-        if kind is str and not isinstance(value, str):
-            raise self.error(key, value, "must be a string")
-        return cast(T, value)
-
-    def count(self, key: str, minimum: int, default: int | None = None, maximum: int = 1 << 20,
-              why: str = "") -> int:
-        value = self.get(key, int, default)
-        if value < minimum or value > maximum:
-            bound = f"at least {minimum}" if value < minimum else f"at most {maximum}"
-            raise self.error(key, value, f"must be {bound}{why}")
-        return value
-
-    def choice(self, key: str, options: tuple[str, ...], default: str | None = None) -> str:
-        value = self.get(key, str, default)
-        if value not in options:
-            raise self.error(key, value, "choose one of " + ", ".join(repr(o) for o in options))
-        return value
-
-    def quantity(self, key: str, parser: Callable[[object], int], default: str | None = None,
-                 positive: bool = True) -> int:
-        self.read.add(key)
-        raw = self.data.get(key, default)
-        if raw is None:
-            raise self.error(key, "(missing)", f"add {self._field(key)} to the topology")
-        if isinstance(raw, str) and raw.strip().startswith("-"):
-            raise self.error(key, raw, "must not be negative")
-        try:
-            value = parser(raw)
-        except UnitError as error:
-            raise self.error(key, raw, str(error)) from None
-        if positive and value <= 0:
-            raise self.error(key, raw, "must be greater than zero")
-        return value
-
-    def table(self, key: str, required: bool = True) -> _Table | None:
-        self.read.add(key)
-        if key not in self.data:
-            if required:
-                raise self.error(key, "(missing)", f"add a [{self._field(key)}] table")
-            return None
-        return _Table(self.source, self._field(key), self.data[key])
-
-    def finish(self) -> None:
-        """Reject keys nobody read: they are misspellings or options that do not exist."""
-        for key in self.data:
-            if key not in self.read:
-                close = difflib.get_close_matches(key, sorted(self.read), n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                known = ", ".join(sorted(self.read))
-                raise self.error(key, self.data[key], f"unknown field; {hint}known here: {known}")
+class _Table(CheckedTable):
+    error_type = TopologyError
 
 
 def parse_topology(raw: dict[str, Any], source: str = "<memory>",
                    default_name: str = "custom") -> Topology:
     """Validate a TOML document (already merged with its ``extends`` chain)."""
     top = _Table(source, "", raw)
-    name = top.get("name", str, default_name)
-    description = top.get("description", str, "")
+    name = top.string("name", default_name)
+    description = top.string("description", "")
     core_types = _parse_core_types(top.table("core_types"))
 
     host_table = top.table("host")
@@ -218,14 +142,14 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
     host_table.finish()
 
     stacks = _parse_stacks(top.table("stacks"), core_types)
-    ddr_table = top.table("ddr", required=False)
+    ddr_table = top.optional_table("ddr")
     ddr = None
     if ddr_table is not None:
         ddr = DdrTier(ddr_table.quantity("capacity", parse_size),
                       _parse_dram(ddr_table.table("dram")))
         ddr_table.finish()
 
-    links = top.table("links", required=bool(stacks))
+    links = top.table("links") if stacks else top.optional_table("links")
     cpu_stack, stack_stack, network, pairs = _parse_links(links, len(stacks))
     ranges = _parse_ranges(top, stacks, ddr)
     top.finish()
@@ -260,13 +184,13 @@ def _parse_core_types(table: _Table | None) -> dict[str, CoreType]:
         assert sub is not None
         model = sub.choice("model", ("o3", "minor", "timing", "atomic"))
         bp = BranchPredictor()
-        bp_table = sub.table("branch_predictor", required=False)
+        bp_table = sub.optional_table("branch_predictor")
         if bp_table is not None:
             bp = BranchPredictor(
-                bhsr_entries=bp_table.count("bhsr_entries", 1, bp.bhsr_entries),
-                bhsr_bits=bp_table.count("bhsr_bits", 1, bp.bhsr_bits, 64),
-                pht_entries=bp_table.count("pht_entries", 1, bp.pht_entries),
-                pht_bits=bp_table.count("pht_bits", 1, bp.pht_bits, 8),
+                bhsr_entries=bp_table.integer("bhsr_entries", bp.bhsr_entries, 1),
+                bhsr_bits=bp_table.integer("bhsr_bits", bp.bhsr_bits, 1, 64),
+                pht_entries=bp_table.integer("pht_entries", bp.pht_entries, 1),
+                pht_bits=bp_table.integer("pht_bits", bp.pht_bits, 1, 8),
             )
             bp_table.finish()
         defaults = CoreType(name=type_name, model="o3", frequency_hz=1)
@@ -274,13 +198,13 @@ def _parse_core_types(table: _Table | None) -> dict[str, CoreType]:
             name=type_name,
             model=model,  # type: ignore[arg-type]
             frequency_hz=sub.quantity("frequency", parse_frequency),
-            issue_width=sub.count("issue_width", 1, defaults.issue_width, 16),
-            iq_entries=sub.count("iq_entries", 1, defaults.iq_entries),
-            rob_entries=sub.count("rob_entries", 1, defaults.rob_entries),
-            lq_entries=sub.count("lq_entries", 1, defaults.lq_entries),
-            sq_entries=sub.count("sq_entries", 1, defaults.sq_entries),
+            issue_width=sub.integer("issue_width", defaults.issue_width, 1, 16),
+            iq_entries=sub.integer("iq_entries", defaults.iq_entries, 1),
+            rob_entries=sub.integer("rob_entries", defaults.rob_entries, 1),
+            lq_entries=sub.integer("lq_entries", defaults.lq_entries, 1),
+            sq_entries=sub.integer("sq_entries", defaults.sq_entries, 1),
             branch_predictor=bp,
-            description=sub.get("description", str, ""),
+            description=sub.string("description", ""),
         )
         sub.finish()
     if not types:
@@ -290,12 +214,12 @@ def _parse_core_types(table: _Table | None) -> dict[str, CoreType]:
 
 
 def _parse_cache_level(table: _Table, key: str) -> CacheLevel | None:
-    sub = table.table(key, required=False)
+    sub = table.optional_table(key)
     if sub is None:
         return None
     size = sub.quantity("size", parse_size)
-    assoc = sub.count("assoc", 1, None, 64)
-    level = CacheLevel(size=size, assoc=assoc, latency_cycles=sub.count("latency", 1))
+    assoc = sub.integer("assoc", None, 1, 64)
+    level = CacheLevel(size=size, assoc=assoc, latency_cycles=sub.integer("latency", None, 1))
     sub.finish()
     if size % (64 * assoc) != 0 or (size // (64 * assoc)) & (size // (64 * assoc) - 1):
         raise sub.error("size", sub.data["size"],
@@ -305,12 +229,12 @@ def _parse_cache_level(table: _Table, key: str) -> CacheLevel | None:
 
 def _parse_cluster(table: _Table, name: str, core_types: dict[str, CoreType],
                    cores_key: str, max_cores: int = 255) -> Cluster:
-    cores = table.count(cores_key, 0, None, max_cores, why=" (x86 APIC ids are 8 bits)")
+    cores = table.integer(cores_key, None, 0, max_cores, why=" (x86 APIC ids are 8 bits)")
     if cores == 0:
         for key in ("core_type", "caches"):
             table.read.add(key)
         return Cluster(name=name, cores=0, core_type=None, caches=None)
-    type_name = table.get("core_type", str)
+    type_name = table.string("core_type")
     if type_name not in core_types:
         known = ", ".join(sorted(core_types))
         raise table.error("core_type", type_name,
@@ -356,7 +280,7 @@ def _parse_dram(table: _Table | None) -> DramTiming:
 
 def _parse_stacks(table: _Table | None, core_types: dict[str, CoreType]) -> tuple[Stack, ...]:
     assert table is not None
-    count = table.count("count", 0, None, 64)
+    count = table.integer("count", None, 0, 64)
     if count == 0:
         table.finish()
         return ()
@@ -391,12 +315,12 @@ def _parse_links(
     stack_stack, ss_table = _parse_link(table, "stack_stack")
     network = ss_table.choice("network", ("full", "ring", "chain"), "full")
     pairs: dict[tuple[int, int], int] = {}
-    overrides = ss_table.get("latency_overrides", list, [])
+    overrides = ss_table.array("latency_overrides", [])
     for position, entry in enumerate(overrides):
         item = _Table(table.source, f"links.stack_stack.latency_overrides[{position}]", entry)
-        a = item.count("from", 0, None, max(stack_count - 1, 0),
+        a = item.integer("from", None, 0, max(stack_count - 1, 0),
                        why=f" (stacks are numbered 0..{stack_count - 1})")
-        b = item.count("to", 0, None, max(stack_count - 1, 0),
+        b = item.integer("to", None, 0, max(stack_count - 1, 0),
                        why=f" (stacks are numbered 0..{stack_count - 1})")
         if a == b:
             raise item.error("to", b, "a stack's latency to itself is its DRAM's, not a link's")
@@ -419,14 +343,14 @@ def _parse_links(
 
 def _parse_ranges(top: _Table, stacks: tuple[Stack, ...], ddr: DdrTier | None
                   ) -> tuple[MemoryRange, ...]:
-    table = top.table("memory", required=False)
+    table = top.optional_table("memory")
     if table is None:
         return ()
     owners = (["ddr"] if ddr else []) + [stack_cluster(s.index) for s in stacks]
     ranges = []
-    for position, entry in enumerate(table.get("ranges", list)):
+    for position, entry in enumerate(table.array("ranges")):
         item = _Table(top.source, f"memory.ranges[{position}]", entry)
-        owner = item.get("node", str)
+        owner = item.string("node")
         if owner not in owners:
             raise item.error("node", owner, "must name a memory owner: " + ", ".join(owners))
         start = item.quantity("start", parse_size, positive=False)
