@@ -36,8 +36,8 @@ def main():
     system, _ = build("latency")
     if case == "bad-route":
         # Route 1 -> 2 is cell 1*3+2; give it the host's link to stack 2 instead.
-        links = list(system.router.route_links)
-        offsets = list(system.router.route_offsets)
+        links = [int(x) for x in system.router.route_links]
+        offsets = [int(x) for x in system.router.route_offsets]
         links[offsets[5]] = link_id(0, 2)
         system.router.route_links = links
     elif case == "bad-targets":
