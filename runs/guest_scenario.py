@@ -61,6 +61,23 @@ def shared_libraries(program: Path) -> list[Path]:
     return libraries
 
 
+class AgentConfigError(ValueError):
+    """The agent rejected the config a run would give it (its message says why)."""
+
+
+def check_agent_config(path: Path) -> None:
+    """Let the host's build of pimcloud-agent validate the config before a guest boots,
+    so a bad config fails in a second instead of as an unmanaged run."""
+    agents = program_candidates("pimcloud-agent")
+    if not agents:
+        return
+    done = subprocess.run([str(agents[0]), "check", "--config", str(path)],
+                          capture_output=True, text=True, check=False, timeout=60)
+    if done.returncode != 0:
+        raise AgentConfigError(f"{path}: pimcloud-agent check failed: "
+                               f"{(done.stdout + done.stderr).strip()}")
+
+
 def agent_config(run: Run) -> dict[str, Any]:
     s = run.scenario
     apps = []
@@ -126,7 +143,7 @@ def run_script(run: Run, backend: str) -> str:
     if s.manager != "none":
         lines += [
             "if have pimcloud-agent; then",
-            '  pimcloud-agent --config "$HERE/agent.json" > "$R/agent.log" 2>&1 &',
+            '  pimcloud-agent run --config "$HERE/agent.json" > "$R/agent.log" 2>&1 &',
             "  AGENT=$!",
             f'  say "manager {s.manager} pid $AGENT"',
         ]
@@ -160,6 +177,11 @@ def run_script(run: Run, backend: str) -> str:
         "for pid in $LC; do",
         "  wait $pid || { code=$?; say \"service pid $pid exit $code\"; status=1; }",
         "done",
+        # A manager that died early (bad config, crash) would leave the run unmanaged
+        # while looking fine: that run fails, with the agent's log in the results.
+        'if [ -n "$AGENT" ] && ! kill -0 $AGENT 2>/dev/null; then',
+        '  say "manager exited before the services: see agent.log"; status=1',
+        "fi",
         "for pid in $BE $AGENT; do kill $pid 2>/dev/null; done",
         "for pid in $BE $AGENT; do wait $pid 2>/dev/null; done",
         'say "done status $status"',
@@ -206,6 +228,8 @@ def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = T
     }
     atomic_write_text(folder / "scenario.json", json.dumps(parameters, indent=1) + "\n")
     atomic_write_text(folder / "agent.json", json.dumps(agent_config(run), indent=1) + "\n")
+    if run.scenario.manager != "none":
+        check_agent_config(folder / "agent.json")
     atomic_write_text(folder / "run.sh", run_script(run, backend))
     (folder / "run.sh").chmod(0o755)
     return parameters
