@@ -205,21 +205,30 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
     """
     figure = Figure(figsize=(7.0, 4.5), layout="constrained")
     top, bottom = figure.subplots(2, 1, sharex=True)
-    for index, (app, data) in enumerate(windows.groupby("app", sort=True)):
+    # One colour per app in both panels; events without an app (agent start) draw nothing.
+    named = set(windows["app"].astype(str))
+    if cores is not None:
+        named |= set(cores["app"].astype(str))
+    colour = {app: f"C{index}" for index, app in enumerate(sorted(named - {""}))}
+    for app, data in windows.groupby("app", sort=True):
+        if str(app) not in colour:
+            continue
         scale = qos_ns.get(str(app)) if qos_ns else None
         y = data[tail] / scale if scale else data[tail] / 1e6
-        top.plot(data["t_s"], y, color=f"C{index}", label=str(app))
+        top.plot(data["t_s"], y, color=colour[str(app)], label=str(app))
     top.set_ylabel("p99 / QoS" if qos_ns else "p99 (ms)")
     if qos_ns:
         top.axhline(1.0, color="k", ls="--", lw=0.8)
     top.legend(fontsize=7)
     if cores is not None and len(cores):
         end = float(windows["t_s"].max()) if len(windows) else float(cores["t_s"].max())
-        for index, (app, data) in enumerate(cores.groupby("app", sort=True)):
+        for app, data in cores.groupby("app", sort=True):
+            if str(app) not in colour:
+                continue
             data = data.sort_values("t_s")
             xs = np.concatenate([data["t_s"].to_numpy(), [max(end, data["t_s"].max())]])
             ys = np.concatenate([data["cores"].to_numpy(), [data["cores"].iloc[-1]]])
-            bottom.step(xs, ys, where="post", color=f"C{index}", label=str(app))
+            bottom.step(xs, ys, where="post", color=colour[str(app)], label=str(app))
         bottom.legend(fontsize=7)
     bottom.set_ylabel("cores")
     bottom.yaxis.get_major_locator().set_params(integer=True)
