@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pimcloud.topology import Topology, build_numa_tables
+from pimcloud.topology import Topology, build_numa_tables, cpus
 from pimcloud.topology.qemu import machine_args, numa_args
 
 from . import cpio
+from .qemu import tcg_threads
 
 ProbeMode = Literal["qemu", "tables"]
 BUSYBOX = Path("/bin/busybox")
@@ -125,10 +126,11 @@ def parse_console(console: str) -> tuple[dict[int, GuestNode], dict[str, str], s
 
 
 def qemu_command(kernel: Path, initrd: Path, topology: Topology, mode: ProbeMode) -> list[str]:
-    command = ["qemu-system-x86_64", "-accel", "tcg", "-nographic", "-no-reboot",
-               "-monitor", "none", "-serial", "stdio", "-kernel", str(kernel),
+    threads = tcg_threads(len(cpus(topology)))
+    command = ["qemu-system-x86_64", "-accel", f"tcg,thread={threads}", "-nographic",
+               "-no-reboot", "-monitor", "none", "-serial", "stdio", "-kernel", str(kernel),
                "-initrd", str(initrd), *machine_args(topology),
-               "-append", "console=ttyS0 panic=-1 quiet loglevel=4 tsc=reliable clocksource=tsc"]
+               "-append", "console=ttyS0 panic=-1 loglevel=5 tsc=reliable clocksource=tsc"]
     if mode == "qemu":
         command += numa_args(topology)
     return command
