@@ -15,15 +15,17 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pimcloud.topology import Topology, build_numa_tables, cpus
+from pimcloud.topology import Topology, build_numa_tables, cpus, numa_nodes
+from pimcloud.topology.interconnect import access_matrix, local_initiator
 from pimcloud.topology.qemu import machine_args, numa_args
 
 from . import cpio
 from .qemu import tcg_threads
+from .scenario import GuestNode, node_mismatches, parse_console, parse_cpu_list
 
 ProbeMode = Literal["qemu", "tables"]
 BUSYBOX = Path("/bin/busybox")
@@ -56,38 +58,25 @@ poweroff -f
 """.replace("PROBE_DONE", DONE_MARK)
 
 
-@dataclass
-class GuestNode:
-    """One node as the guest reports it."""
+@dataclass(frozen=True)
+class HmatView:
+    """What Linux made of a memory node's HMAT entries (access class 0)."""
 
-    node_id: int
-    cpus: list[int]
-    present_kib: int
-    memtotal_kib: int
-    distances: list[int]
-    hmat_initiators: list[int] = field(default_factory=list)
-    hmat_read_latency_ns: int | None = None
-    hmat_read_bandwidth_mbps: int | None = None
+    initiators: tuple[int, ...]
+    read_latency_ns: int
+    read_bandwidth_mbps: int
 
 
 @dataclass
 class ProbeResult:
     """What the guest printed, parsed, plus the console and the boot time."""
 
-    nodes: dict[int, GuestNode]
+    nodes: list[GuestNode]
+    hmat: dict[int, HmatView]
     tables: dict[str, str]
     clocksource: str
     console: str
     seconds: float
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """Linux cpulist syntax ("0-3,8") to a list of ids."""
-    result: list[int] = []
-    for part in filter(None, text.strip().split(",")):
-        low, _, high = part.partition("-")
-        result.extend(range(int(low), int(high or low) + 1))
-    return result
 
 
 def build_initrd(topology: Topology, mode: ProbeMode) -> bytes:
@@ -106,23 +95,15 @@ def build_initrd(topology: Topology, mode: ProbeMode) -> bytes:
     return early + main
 
 
-def parse_console(console: str) -> tuple[dict[int, GuestNode], dict[str, str], str]:
-    nodes: dict[int, GuestNode] = {}
-    for match in re.finditer(r"pimcloud-node (\d+) cpus=(\S*) present_kib=(\d+) "
-                             r"memtotal_kib=(\d+) distance=(\S+)", console):
-        node_id = int(match.group(1))
-        nodes[node_id] = GuestNode(node_id, parse_cpu_list(match.group(2)), int(match.group(3)),
-                                   int(match.group(4)),
-                                   [int(v) for v in match.group(5).split(",") if v])
-    for match in re.finditer(r"pimcloud-hmat (\d+) initiators=(\S*) read_latency_ns=(\d+) "
-                             r"read_bandwidth_mbps=(\d+)", console):
-        node = nodes[int(match.group(1))]
-        node.hmat_initiators = parse_cpu_list(match.group(2))
-        node.hmat_read_latency_ns = int(match.group(3))
-        node.hmat_read_bandwidth_mbps = int(match.group(4))
+def parse_probe_console(console: str) -> ProbeResult:
+    """Node lines as the init's (one parser for both), plus the probe's HMAT and table lines."""
+    report = parse_console(console)
+    hmat = {int(m.group(1)): HmatView(parse_cpu_list(m.group(2)), int(m.group(3)),
+                                      int(m.group(4)))
+            for m in re.finditer(r"pimcloud-hmat (\d+) initiators=(\S*) read_latency_ns=(\d+) "
+                                 r"read_bandwidth_mbps=(\d+)", console)}
     tables = dict(re.findall(r"pimcloud-table (\w+) (\w+)", console))
-    clock = re.search(r"pimcloud-clocksource (\S+)", console)
-    return nodes, tables, clock.group(1) if clock else ""
+    return ProbeResult(report.nodes, hmat, tables, report.clocksource or "", console, 0.0)
 
 
 def qemu_command(kernel: Path, initrd: Path, topology: Topology, mode: ProbeMode) -> list[str]:
@@ -156,40 +137,24 @@ def probe(kernel: Path, topology: Topology, mode: ProbeMode, timeout: float = 60
         seconds = time.monotonic() - started
     if DONE_MARK not in console:
         raise RuntimeError(f"the probe did not complete; console tail:\n{console[-3000:]}")
-    nodes, tables, clocksource = parse_console(console)
-    return ProbeResult(nodes, tables, clocksource, console, seconds)
+    result = parse_probe_console(console)
+    result.seconds = seconds
+    return result
 
 
 def mismatches(topology: Topology, result: ProbeResult, mode: ProbeMode,
                tolerance_kib: int = 4096) -> list[str]:
     """Every way the guest's view differs from the model; empty when they agree."""
-    from pimcloud.topology import numa_nodes
-    from pimcloud.topology.interconnect import access_matrix, local_initiator, slit_distances
-
-    problems: list[str] = []
-    expected = numa_nodes(topology)
-    if sorted(result.nodes) != [n.node_id for n in expected]:
-        return [f"guest nodes {sorted(result.nodes)} != model nodes "
-                f"{[n.node_id for n in expected]}"]
-    slit = slit_distances(topology)
+    problems = node_mismatches(topology, result.nodes, tolerance_kib)
     cells = {(c.initiator_node, c.target_node): c for c in access_matrix(topology)}
-    for node in expected:
-        seen = result.nodes[node.node_id]
-        if seen.cpus != list(node.cpus):
-            problems.append(f"node {node.node_id}: cpus {seen.cpus} != {list(node.cpus)}")
-        if abs(seen.present_kib - node.capacity // 1024) > tolerance_kib:
-            problems.append(f"node {node.node_id}: {seen.present_kib} KiB present, model has "
-                            f"{node.capacity // 1024} KiB")
-        if seen.distances != slit[node.node_id]:
-            problems.append(f"node {node.node_id}: distances {seen.distances} != "
-                            f"{slit[node.node_id]}")
+    for node in numa_nodes(topology) if mode == "tables" else ():
         initiator = local_initiator(topology, node.node_id) if node.capacity else None
-        if mode == "tables" and initiator is not None:
-            cell = cells[(initiator, node.node_id)]
-            want = ([initiator], -(-cell.latency_ps // 1000), cell.bandwidth // 10**6)
-            got = (seen.hmat_initiators, seen.hmat_read_latency_ns, seen.hmat_read_bandwidth_mbps)
-            if got != want:
-                problems.append(f"node {node.node_id}: HMAT (initiators, ns, MB/s) {got} != {want}")
+        if initiator is None:
+            continue
+        cell = cells[(initiator, node.node_id)]
+        want = HmatView((initiator,), -(-cell.latency_ps // 1000), cell.bandwidth // 10**6)
+        if result.hmat.get(node.node_id) != want:
+            problems.append(f"node {node.node_id}: HMAT {result.hmat.get(node.node_id)} != {want}")
     wanted_oem = "PIMCLD" if mode == "tables" else "BOCHS"
     for signature in ("SRAT", "SLIT") + (("HMAT",) if mode == "tables" else ()):
         if result.tables.get(signature) != wanted_oem:

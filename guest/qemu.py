@@ -46,11 +46,13 @@ from . import cpio
 from .scenario import (
     RESULTS_ARCHIVE,
     ConsoleReport,
+    GuestNode,
     Scenario,
     load_scenario,
     parse_console,
     unpack_results,
 )
+from .scenario import node_mismatches as compare_nodes
 from .stock_kernel import cache_dir
 
 Share = Literal["9p", "initramfs"]
@@ -471,23 +473,12 @@ def run_scenario(topology_name: str, scenario_path: Path, *, kernel: Path | None
 
 
 def node_mismatches(topology: Topology, result: RunResult, tolerance_kib: int = 4096) -> list[str]:
-    """Every way the guest's nodes differ from the model's: CPUs exactly, memory present
-    within ``tolerance_kib``; empty when they agree."""
-    expected = numa_nodes(topology)
-    seen = {int(str(node["node_id"])): node for node in result.nodes}
-    if sorted(seen) != [node.node_id for node in expected]:
-        return [f"guest nodes {sorted(seen)} != model nodes {[n.node_id for n in expected]}"]
-    problems = []
-    for node in expected:
-        guest = seen[node.node_id]
-        cpus = list(guest["cpus"])  # type: ignore[call-overload]
-        if cpus != list(node.cpus):
-            problems.append(f"node {node.node_id}: cpus {cpus} != {list(node.cpus)}")
-        present = int(str(guest["present_kib"]))
-        if abs(present - node.capacity // 1024) > tolerance_kib:
-            problems.append(f"node {node.node_id}: {present} KiB present, the model has "
-                            f"{node.capacity // 1024} KiB")
-    return problems
+    """The run's guest nodes against the model (see scenario.node_mismatches)."""
+    nodes = [GuestNode(int(str(n["node_id"])), tuple(n["cpus"]),  # type: ignore[arg-type]
+                       int(str(n["present_kib"])), int(str(n["memtotal_kib"])),
+                       tuple(n["distances"]))  # type: ignore[arg-type]
+             for n in result.nodes]
+    return compare_nodes(topology, nodes, tolerance_kib)
 
 
 def summary(result: RunResult) -> str:

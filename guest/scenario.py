@@ -16,9 +16,12 @@ import hashlib
 import io
 import re
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
+
+from pimcloud.topology import Topology, numa_nodes, slit_distances
 
 ScenarioKind = Literal["script", "archive"]
 ENTRY_SCRIPT = "run.sh"
@@ -123,6 +126,29 @@ class GuestNode:
     present_kib: int
     memtotal_kib: int
     distances: tuple[int, ...]
+
+
+def node_mismatches(topology: Topology, nodes: Iterable[GuestNode],
+                   tolerance_kib: int = 4096) -> list[str]:
+    """Every way the guest's nodes differ from the model's: node ids, CPUs and distances
+    exactly, memory present within ``tolerance_kib``; empty when they agree."""
+    expected = numa_nodes(topology)
+    seen = {node.node_id: node for node in nodes}
+    if sorted(seen) != [node.node_id for node in expected]:
+        return [f"guest nodes {sorted(seen)} != model nodes {[n.node_id for n in expected]}"]
+    slit = slit_distances(topology)
+    problems = []
+    for node in expected:
+        guest = seen[node.node_id]
+        if guest.cpus != node.cpus:
+            problems.append(f"node {node.node_id}: cpus {list(guest.cpus)} != {list(node.cpus)}")
+        if abs(guest.present_kib - node.capacity // 1024) > tolerance_kib:
+            problems.append(f"node {node.node_id}: {guest.present_kib} KiB present, the model "
+                            f"has {node.capacity // 1024} KiB")
+        if list(guest.distances) != slit[node.node_id]:
+            problems.append(f"node {node.node_id}: distances {list(guest.distances)} != "
+                            f"{slit[node.node_id]}")
+    return problems
 
 
 @dataclass

@@ -169,3 +169,18 @@ def test_panic_fail_and_init_errors_are_reported() -> None:
     report = parse_console("pimcloud-init-error the scenario is empty\npimcloud-fail code=1\n")
     assert report.init_errors == ["the scenario is empty"]
     assert report.fail_code == 1
+
+
+def test_node_comparison_finds_each_kind_of_difference() -> None:
+    from pimcloud.guest.scenario import node_mismatches
+    from pimcloud.topology import load_topology
+
+    node2 = "pimcloud-node 2 cpus=12-19 present_kib=1048448 memtotal_kib=1 distance=12,12,10\n"
+    nodes = parse_console(CONSOLE + node2).nodes
+    paper = load_topology("paper").with_memory_divided(8)
+    assert node_mismatches(paper, nodes) == []
+    problems = node_mismatches(load_topology("tiered").with_memory_divided(8), nodes)
+    assert any("node 0:" in p and "KiB present" in p for p in problems)
+    moved = parse_console(CONSOLE + node2.replace("12,12,10", "20,20,10")).nodes
+    assert node_mismatches(paper, moved) == ["node 2: distances [20, 20, 10] != [12, 12, 10]"]
+    assert "guest nodes [0, 1]" in node_mismatches(paper, nodes[:2])[0]
