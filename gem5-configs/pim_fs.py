@@ -28,8 +28,10 @@ from pimcloud.components.memory import PimStackMemory
 from pimcloud.components.processor import PimProcessor
 from pimcloud.topology import TopologyError, load_topology
 
+# gem5's TSC counts each CPU's own cycles (host and PIM clocks differ), so the guest
+# keeps time on the board's HPET and treats the TSC as unstable.
 DEFAULT_KERNEL_ARGS = (
-    "console=ttyS0 earlyprintk=ttyS0 tsc=reliable clocksource=tsc lpj=7999923 "
+    "console=ttyS0 earlyprintk=ttyS0 tsc=unstable clocksource=hpet lpj=7999923 "
     "root={root} rw init=/sbin/pimcloud-init pimcloud.backend=gem5"
 )
 

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pimcloud.topology import build_numa_tables, cpus, load_topology, numa_nodes
+from pimcloud.topology import build_hpet, build_numa_tables, cpus, load_topology, numa_nodes
 from pimcloud.topology.acpi import checksum_ok
 from pimcloud.topology.interconnect import access_matrix, local_initiator, slit_distances
 from pimcloud.topology.parse import preset_names
@@ -91,3 +91,17 @@ def test_tables_disassemble_to_the_model(tmp_path: Path, name: str) -> None:
             expected = (cells[pair].latency_ps if unit == "latency_ps"
                         else cells[pair].bandwidth // 10**6)
             assert abs(value - expected) <= base / 2, (pair, unit)
+
+
+def test_hpet_table_disassembles_to_the_device(tmp_path: Path) -> None:
+    table = build_hpet(0xFED00000, num_timers=3)
+    assert checksum_ok(table.data)
+    fields = dict(disassemble(tmp_path, "hpet", table.data))
+    assert fields["Signature"].startswith('"HPET"')
+    assert hexint(fields["Address"]) == 0xFED00000
+    assert hexint(fields["Space ID"].split()[0]) == 0  # system memory
+    block_id = hexint(fields["Hardware Block ID"])
+    assert block_id >> 16 == 0x8086
+    assert (block_id >> 8) & 0x1F == 2  # last timer of three
+    with pytest.raises(ValueError, match=r"3\.\.32"):
+        build_hpet(num_timers=2)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 def check() -> int:
     report = {"version": "24.0.0.1", "isas": ["X86"],
-              "present": ["PimAcpiTable", "PimLinkRouter"], "missing": []}
+              "present": ["PimAcpiTable", "PimHpet", "PimLinkRouter"], "missing": []}
     print("PIMCLOUD-GEM5-CHECK " + json.dumps(report))
     return 0
 

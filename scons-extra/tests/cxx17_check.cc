@@ -1,6 +1,7 @@
 // gem5 v24 builds with -std=c++17: the headers the SimObjects include must compile
-// there too. This program is built as C++17 and exercises both headers once.
+// there too. This program is built as C++17 and exercises each header once.
 #include "pimcloud/acpi_table_check.hh"
+#include "pimcloud/hpet_model.hh"
 #include "pimcloud/link_model.hh"
 
 int
@@ -9,6 +10,7 @@ main()
     pimcloud::RouteTable table(2, {{0, 1, 5, 1.0}, {1, 0, 5, 1.0}}, {0, 0, 1, 2, 2}, {0, 1});
     pimcloud::LinkModel model(table);
     const bool ok = model.traverse(0, 1, 4, 0) == 9 &&
-                    !pimcloud::checkAcpiTable("SRAT", std::vector<std::uint8_t>(36)).empty();
+                    !pimcloud::checkAcpiTable("SRAT", std::vector<std::uint8_t>(36)).empty() &&
+                    pimcloud::hpet::Registers(10'000'000, 3).read(0x4, 4, 0) == 10'000'000;
     return ok ? 0 : 1;
 }

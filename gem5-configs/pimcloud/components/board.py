@@ -3,7 +3,9 @@
 It extends the stdlib X86Board (south bridge, IDE disk, serial console, MP table) and
 replaces what that board fixes: one memory range up to 3 GiB, its E820 map, and an
 XSDT without MADT or NUMA tables.  The SRAT/SLIT/HMAT bytes come from the topology
-model and are installed by the scons-extra PimAcpiTable object.
+model and are installed by the scons-extra PimAcpiTable object.  It adds an HPET
+(scons-extra PimHpet) because gem5's TSC runs at each CPU's own clock, which differs
+between host and PIM clusters; the guest keeps time on the HPET instead.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from m5.objects import (
     X86E820Entry,
 )
 
-from ..topology import Topology, build_numa_tables, e820_entries, memory_ranges
+from ..topology import Topology, build_hpet, build_numa_tables, e820_entries, memory_ranges
+from ..topology.acpi import HPET_BASE_ADDRESS
 from .cache_hierarchy import PimCacheHierarchy
 from .memory import PimStackMemory
 from .processor import PimProcessor
@@ -30,16 +33,24 @@ ISA_IRQ_TO_PIN = {0: 2, 1: 1, **{irq: irq for irq in range(3, 15)}}
 PCI_DEV4_INTA = (0, 4 << 2, 16)  # bus, source IRQ, I/O APIC pin of the IDE controller
 
 
-def acpi_table_objects(topology: Topology) -> list:  # type: ignore[type-arg]
-    """PimAcpiTable objects holding the SRAT, SLIT and HMAT bytes."""
+def scons_extra_object(name: str):  # type: ignore[no-untyped-def]
+    """A SimObject class of scons-extra, or an error saying how to get it."""
+    import m5.objects
+
     try:
-        from m5.objects import PimAcpiTable
-    except ImportError:
+        return getattr(m5.objects, name)
+    except AttributeError:
         raise RuntimeError(
-            "this gem5 lacks PimAcpiTable: build gem5.opt with "
+            f"this gem5 lacks {name}: build gem5.opt with "
             "EXTRAS=<pimcloud>/scons-extra (see scons-extra/README.md)") from None
-    return [PimAcpiTable(table_signature=table.signature, table_bytes=list(table.data))
-            for table in build_numa_tables(topology)]
+
+
+def acpi_table_objects(topology: Topology) -> list:  # type: ignore[type-arg]
+    """PimAcpiTable objects holding the SRAT, SLIT, HMAT and HPET bytes."""
+    table_class = scons_extra_object("PimAcpiTable")
+    tables = [*build_numa_tables(topology), build_hpet(HPET_BASE_ADDRESS)]
+    return [table_class(table_signature=table.signature, table_bytes=list(table.data))
+            for table in tables]
 
 
 class PimBoard(X86Board):
@@ -68,6 +79,9 @@ class PimBoard(X86Board):
     @overrides(X86Board)
     def _setup_io_devices(self) -> None:
         super()._setup_io_devices()
+        # Behind the bridge like the I/O APIC: [0xC0000000, 0xFFFF0000) goes to the iobus.
+        self.hpet = scons_extra_object("PimHpet")(pio_addr=HPET_BASE_ADDRESS)
+        self.hpet.pio = self.iobus.mem_side_ports
         self.workload.e820_table.entries = [
             X86E820Entry(addr=e.start, size=f"{e.size}B", range_type=e.kind)
             for e in e820_entries(self._topology)

@@ -15,7 +15,7 @@ from gem5.components.processors.abstract_core import AbstractCore
 from gem5.components.processors.abstract_processor import AbstractProcessor
 from gem5.isas import ISA
 from gem5.utils.override import overrides
-from m5.objects import SrcClockDomain, VoltageDomain
+from m5.objects import DerivedClockDomain, SrcClockDomain, VoltageDomain
 
 from ..topology import Topology
 from .cores import boot_cpu, detailed_cpu, wrap
@@ -69,6 +69,15 @@ class PimProcessor(AbstractProcessor):
     @overrides(AbstractProcessor)
     def incorporate_processor(self, board: AbstractBoard) -> None:
         self._board = board
+        # gem5 clocks each local APIC at 1/16 of its CPU's clock, so PIM cores' timers
+        # would run slower than the host's after Linux calibrated them on CPU 0. Real
+        # APIC timers share the bus clock: give every one the board's. (The interrupt
+        # controllers exist now: the cache hierarchy connected them.)
+        self.apic_bus_clock = DerivedClockDomain(clk_domain=board.get_clock_domain(),
+                                                 clk_divider=16)
+        for core in self.get_cores():
+            for controller in core.get_simobject().interrupts:
+                controller.clk_domain = self.apic_bus_clock
         if self._current == "detailed":
             board.set_mem_mode(MemMode.TIMING)
         elif self._boot_model == "kvm":

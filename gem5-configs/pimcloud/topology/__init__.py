@@ -3,7 +3,7 @@
 Pure Python (standard library only) so gem5's embedded interpreter can import it.
 """
 
-from .acpi import AcpiTable, build_hmat, build_numa_tables, build_slit, build_srat
+from .acpi import AcpiTable, build_hmat, build_hpet, build_numa_tables, build_slit, build_srat
 from .errors import TopologyError
 from .interconnect import access_matrix, path_between, slit_distances
 from .layout import Cpu, E820Entry, NumaNode, cpus, e820_entries, memory_ranges, numa_nodes
@@ -19,6 +19,7 @@ __all__ = [
     "TopologyError",
     "access_matrix",
     "build_hmat",
+    "build_hpet",
     "build_numa_tables",
     "build_slit",
     "build_srat",

@@ -128,3 +128,25 @@ def build_hmat(topology: Topology) -> AcpiTable:
 def build_numa_tables(topology: Topology) -> list[AcpiTable]:
     """SRAT, SLIT and HMAT for a topology (HMAT only when some node has CPUs and memory)."""
     return [build_srat(topology), build_slit(topology), build_hmat(topology)]
+
+
+HPET_REVISION = 1
+HPET_BASE_ADDRESS = 0xFED00000
+ACPI_SPACE_MEMORY = 0
+HPET_MIN_TICK = 0x80  # clock ticks a periodic timer needs, as firmware usually states
+
+
+def build_hpet(address: int = HPET_BASE_ADDRESS, num_timers: int = 3) -> AcpiTable:
+    """HPET table for the gem5 board's counter-only HPET (scons-extra PimHpet).
+
+    The event timer block id repeats what the device's capabilities register says
+    (revision 1, last timer, 64-bit counter, vendor 0x8086), as the spec requires.
+    """
+    if not 3 <= num_timers <= 32:
+        raise ValueError(f"HPET with {num_timers} timers: the specification allows 3..32")
+    block_id = (0x8086 << 16) | (1 << 13) | ((num_timers - 1) << 8) | 0x01
+    # Generic address structure: memory space, 64-bit register width, offset 0.
+    address_structure = struct.pack("<BBBBQ", ACPI_SPACE_MEMORY, 64, 0, 0, address)
+    body = struct.pack("<I", block_id) + address_structure + struct.pack(
+        "<BHB", 0, HPET_MIN_TICK, 0)
+    return _table("HPET", HPET_REVISION, body)
