@@ -7,7 +7,9 @@ scaled for simulation (tens of MB at most) and recorded in ``manifest.json``:
              short documents, a Xapian index of it, and queries drawn from the documents.
 - imgdnn:    Fashion-MNIST (package dataset-fashion-mnist); a multi-layer perceptron is
              trained here with numpy and its weights and the held-out images are stored.
-- speech:    sentences synthesised with espeak-ng, resampled to 16 kHz for PocketSphinx.
+- speech:    sentences synthesised with espeak-ng, resampled to 16 kHz for PocketSphinx,
+             with a JSGF grammar, a trigram language model and a dictionary of those
+             sentences (pronunciations from pocketsphinx-en-us's CMU dictionary).
 - translate: English sentences for Apertium eng-spa.
 kvstore and oltp generate their tables at start from a seed and need no files.
 """
@@ -285,8 +287,111 @@ def _resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     return np.interp(t_out, np.arange(len(samples)), filtered)
 
 
-def build_speech(out: Path, rate: int = 16000) -> dict[str, object]:
-    """NNN.raw (16 kHz, 16-bit little-endian mono) and transcripts.txt, one per line."""
+POCKETSPHINX_MODEL = Path("/usr/share/pocketsphinx/model/en-us")
+
+
+def ngram_counts(sentences: list[list[str]], order: int) -> list[dict[tuple[str, ...], int]]:
+    """counts[n-1][gram]: occurrences of every n-gram (n = 1..order) of the sentences, each
+    framed by <s> and </s>."""
+    counts: list[dict[tuple[str, ...], int]] = [{} for _ in range(order)]
+    for words in sentences:
+        tokens = ["<s>", *words, "</s>"]
+        for n in range(1, order + 1):
+            for i in range(len(tokens) - n + 1):
+                gram = tuple(tokens[i : i + n])
+                counts[n - 1][gram] = counts[n - 1].get(gram, 0) + 1
+    return counts
+
+
+def arpa_language_model(
+    sentences: list[list[str]], order: int = 3, discount: float = 0.5
+) -> tuple[str, dict[tuple[str, ...], float]]:
+    """A back-off n-gram language model of `sentences` in ARPA text form, with absolute
+    discounting: a seen n-gram keeps its count less `discount`, and the mass taken from a
+    context goes to the next lower order through that context's back-off weight.
+
+    Returns the ARPA text and the model's probability (not log) of every listed n-gram.
+    """
+    if not sentences or not 0 < discount < 1 or order < 1:
+        raise DataError("the language model needs sentences, 0 < discount < 1 and order >= 1")
+    counts = ngram_counts(sentences, order)
+    total = sum(c for (w,), c in counts[0].items() if w != "<s>")
+    prob: dict[tuple[str, ...], float] = {
+        g: c / total for g, c in counts[0].items() if g != ("<s>",)
+    }
+    backoff: dict[tuple[str, ...], float] = {}
+
+    def lower(gram: tuple[str, ...]) -> float:
+        """P(last word | shorter context) in the model built so far (backing off)."""
+        if len(gram) == 1:
+            return prob[gram]
+        if gram in prob:
+            return prob[gram]
+        return backoff.get(gram[:-1], 1.0) * lower(gram[1:])
+
+    for n in range(2, order + 1):
+        context_total: dict[tuple[str, ...], int] = {}
+        followers: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for gram, c in counts[n - 1].items():
+            context_total[gram[:-1]] = context_total.get(gram[:-1], 0) + c
+            followers.setdefault(gram[:-1], []).append(gram)
+        for context, grams in followers.items():
+            c_h = context_total[context]
+            for gram in grams:
+                prob[gram] = (counts[n - 1][gram] - discount) / c_h
+            left = discount * len(grams) / c_h
+            seen_lower = sum(lower(g[1:]) for g in grams)
+            backoff[context] = left / (1.0 - seen_lower)
+    lines = ["\\data\\"]
+    by_order = [[g for g in sorted(counts[n]) if g in prob or n == 0] for n in range(order)]
+    lines += [f"ngram {n + 1}={len(grams)}" for n, grams in enumerate(by_order)]
+    for n, grams in enumerate(by_order):
+        lines += ["", f"\\{n + 1}-grams:"]
+        for gram in grams:
+            logp = -99.0 if gram == ("<s>",) else np.log10(prob[gram])
+            entry = f"{logp:.6f}\t{' '.join(gram)}"
+            if n + 1 < order and gram in backoff:
+                entry += f"\t{np.log10(backoff[gram]):.6f}"
+            lines.append(entry)
+    lines += ["", "\\end\\", ""]
+    return "\n".join(lines), prob
+
+
+def pronunciations(words: set[str], dictionary: Path) -> list[str]:
+    """The dictionary lines (alternates included) of `words`, in the dictionary's order."""
+    _require(dictionary, "pocketsphinx-en-us")
+    found: set[str] = set()
+    lines = []
+    for line in dictionary.read_text(encoding="utf-8", errors="replace").splitlines():
+        head = line.split(" ", 1)[0]
+        word = head.split("(", 1)[0]
+        if word in words:
+            lines.append(line)
+            found.add(word)
+    missing = sorted(words - found)
+    if missing:
+        raise DataError(f"{missing} are not in {dictionary}: use words the CMU dictionary knows")
+    return lines
+
+
+def jsgf_grammar(sentences: tuple[str, ...] | list[str]) -> str:
+    """A JSGF grammar whose one public rule is any of `sentences` (a command set)."""
+    bad = [s for s in sentences if not re.fullmatch(r"[a-z']+( [a-z']+)*", s)]
+    if bad or not sentences:
+        raise DataError(f"grammar sentences must be lower-case words separated by single "
+                        f"spaces; fix {bad[:3] or 'the empty list'}")
+    return ("#JSGF V1.0;\ngrammar requests;\npublic <request> =\n    "
+            + "\n  | ".join(sentences) + ";\n")
+
+
+def build_speech(
+    out: Path, rate: int = 16000, voice: str = "en-us", wpm: int = 140
+) -> dict[str, object]:
+    """NNN.raw (16 kHz, 16-bit little-endian mono) and transcripts.txt (one per line), and
+    the recogniser's domain models built from those transcripts, as a deployed command
+    recogniser has them: requests.gram (a JSGF grammar of the sentence set, the default),
+    requests.lm (a trigram language model, ARPA) and requests.dict (CMU pronunciations of
+    their words)."""
     folder = out / "speech"
     folder.mkdir(parents=True, exist_ok=True)
     espeak = shutil.which("espeak-ng")
@@ -296,7 +401,7 @@ def build_speech(out: Path, rate: int = 16000) -> dict[str, object]:
     for i, sentence in enumerate(SENTENCES):
         wav_path = folder / f"{i:03d}.wav"
         subprocess.run(
-            [espeak, "-v", "en-us", "-s", "140", "-w", str(wav_path), sentence],
+            [espeak, "-v", voice, "-s", str(wpm), "-w", str(wav_path), sentence],
             check=True,
             capture_output=True,
         )
@@ -308,8 +413,16 @@ def build_speech(out: Path, rate: int = 16000) -> dict[str, object]:
         seconds += len(pcm16) / rate
         atomic_write_bytes(folder / f"{i:03d}.raw", pcm16.tobytes())
     atomic_write_text(folder / "transcripts.txt", "\n".join(SENTENCES) + "\n")
+    sentences = [s.split() for s in SENTENCES]
+    arpa, _ = arpa_language_model(sentences)
+    atomic_write_text(folder / "requests.lm", arpa)
+    atomic_write_text(folder / "requests.gram", jsgf_grammar(SENTENCES))
+    vocabulary = {w for words in sentences for w in words}
+    dictionary = pronunciations(vocabulary, POCKETSPHINX_MODEL / "cmudict-en-us.dict")
+    atomic_write_text(folder / "requests.dict", "\n".join(dictionary) + "\n")
     return {
         "utterances": len(SENTENCES),
+        "vocabulary": len(vocabulary),
         "audio_seconds": round(seconds, 1),
         "bytes": _size(folder),
     }

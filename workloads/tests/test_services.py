@@ -198,10 +198,12 @@ def test_speech_decodes_the_synthesised_sentences(
         timeout_s=900,
     )
     assert out.summary["failed"] == 0 and out.summary["requests"] > 0
-    # Synthetic espeak-ng voices are far from PocketSphinx's training speech (measured WER
-    # about 0.78 with the full en-us LM). Stated bar: more than a tenth of the words right,
-    # which garbage or empty hypotheses (WER >= 1) fail.
-    assert out.summary["service"]["word_error_rate"] < 0.9
+    # The default decoder searches the request set's JSGF grammar, as a deployed command
+    # recogniser does: measured WER 0.057 over the 20 utterances (0.795 with the general
+    # en-us LM, 0.262 with the sentences' trigram LM). Stated bar: WER below 0.2, which
+    # the general LM, a broken grammar or garbage hypotheses fail.
+    assert out.summary["service"]["lm"] == "grammar"
+    assert out.summary["service"]["word_error_rate"] < 0.2
     answers = (tmp_path / "answers.tsv").read_text().splitlines()[1:]
     assert answers and all(line.split("\t")[3] for line in answers)
 

@@ -1,7 +1,11 @@
-// Speech recognition (the paper's Sphinx): PocketSphinx with its en-us acoustic model,
-// language model and dictionary decodes one utterance (synthesised with espeak-ng at
-// data-build time, 16 kHz 16-bit mono) per request. Decoders are not thread-safe and
-// large, so a pool of them (default one per worker) is shared by the workers.
+// Speech recognition (the paper's Sphinx): PocketSphinx with its en-us acoustic model
+// decodes one utterance (synthesised with espeak-ng at data-build time, 16 kHz 16-bit mono)
+// per request. By default it searches the request domain's own JSGF grammar (built from
+// the transcripts at data-build time, as a deployed command recogniser has one);
+// --opt lm=trigram uses a trigram model of the same sentences, --opt lm=full the general
+// en-us language model and CMU dictionary (the heaviest, Tailbench-like search).
+// Decoders are not thread-safe and large, so a pool of them (default one per worker) is
+// shared by the workers.
 #include <pocketsphinx.h>
 
 #include <algorithm>
@@ -52,9 +56,37 @@ class Speech final : public Service {
   explicit Speech(const ServiceArgs& args)
       : model_(args.option("model", "/usr/share/pocketsphinx/model/en-us")),
         decoders_wanted_(static_cast<int>(args.option_int("decoders", 0))),
-        tuning_(words(args.option("ps", ""))) {  // extra decoder flags, e.g. "-beam 1e-30"
+        tuning_(words(args.option("ps", ""))),  // extra decoder flags, e.g. "-beam 1e-30"
+        cycle_(args.option("pick", "random") == "cycle") {
     if (tuning_.size() % 2) throw std::invalid_argument("--opt ps=... needs -flag value pairs");
+    const std::string pick = args.option("pick", "random");
+    if (pick != "random" && pick != "cycle") {
+      throw std::invalid_argument("--opt pick=" + pick + ": use random or cycle (each "
+                                  "utterance in turn, for a word error rate over the set)");
+    }
     const std::string dir = args.data_dir + "/speech";
+    lm_ = args.option("lm", "grammar");
+    if (lm_ == "trigram") {
+      lm_file_ = dir + "/requests.lm";
+      dict_file_ = dir + "/requests.dict";
+      if (!std::ifstream(lm_file_) || !std::ifstream(dict_file_)) {
+        throw std::runtime_error(lm_file_ + " or requests.dict is missing; rebuild the data "
+                                 "set with `pimcloud workload data --only speech`");
+      }
+    } else if (lm_ == "grammar") {
+      lm_file_ = dir + "/requests.gram";
+      dict_file_ = dir + "/requests.dict";
+      if (!std::ifstream(lm_file_) || !std::ifstream(dict_file_)) {
+        throw std::runtime_error(lm_file_ + " or requests.dict is missing; rebuild it with "
+                                 "`pimcloud workload data --only speech`");
+      }
+    } else if (lm_ == "full") {
+      lm_file_ = model_ + "/en-us.lm.bin";
+      dict_file_ = model_ + "/cmudict-en-us.dict";
+    } else {
+      throw std::invalid_argument("--opt lm=" + lm_ + ": use grammar or trigram (the data "
+                                  "set's domain models) or full (the general en-us model)");
+    }
     std::ifstream transcripts(dir + "/transcripts.txt");
     if (!transcripts) {
       throw std::runtime_error(dir + "/transcripts.txt is missing; build it with "
@@ -97,7 +129,10 @@ class Speech final : public Service {
     free_ = all_;
   }
 
-  Request make_request(Rng& rng) override { return {std::to_string(rng() % audio_.size())}; }
+  Request make_request(Rng& rng) override {
+    const std::size_t index = cycle_ ? next_++ % audio_.size() : rng() % audio_.size();
+    return {std::to_string(index)};
+  }
 
   Response serve(const Request& request, int /*worker*/) override {
     const std::size_t index = std::stoul(request.body);
@@ -129,7 +164,8 @@ class Speech final : public Service {
     const double wer = ref_words_ ? static_cast<double>(word_errors_) /
                                         static_cast<double>(ref_words_)
                                   : 0.0;
-    return "{\"engine\":\"pocketsphinx\",\"utterances\":" + std::to_string(audio_.size()) +
+    return "{\"engine\":\"pocketsphinx\",\"lm\":\"" + lm_ +
+           "\",\"utterances\":" + std::to_string(audio_.size()) +
            ",\"decoders\":" + std::to_string(all_.size()) +
            ",\"reference_words\":" + std::to_string(ref_words_) +
            ",\"word_error_rate\":" + std::to_string(wer) + "}";
@@ -137,10 +173,9 @@ class Speech final : public Service {
 
  private:
   ps_decoder_t* load_decoder() {
-    std::vector<std::string> args = {"-hmm",  model_ + "/en-us",
-                                     "-lm",   model_ + "/en-us.lm.bin",
-                                     "-dict", model_ + "/cmudict-en-us.dict",
-                                     "-logfn", "/dev/null"};
+    std::vector<std::string> args = {"-hmm", model_ + "/en-us",
+                                     lm_ == "grammar" ? "-jsgf" : "-lm", lm_file_,
+                                     "-dict", dict_file_, "-logfn", "/dev/null"};
     args.insert(args.end(), tuning_.begin(), tuning_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -171,6 +206,9 @@ class Speech final : public Service {
   std::string model_;
   int decoders_wanted_;
   std::vector<std::string> tuning_;
+  bool cycle_;
+  std::size_t next_ = 0;  // make_request runs on one thread
+  std::string lm_, lm_file_, dict_file_;
   std::vector<std::vector<std::int16_t>> audio_;
   std::vector<std::string> transcripts_;
   std::vector<ps_decoder_t*> all_, free_;
