@@ -53,7 +53,8 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 std::string IntervalStats::take_interval(std::uint64_t t_ns, std::uint64_t interval_ns,
-                                         const char* phase, double offered_rps) {
+                                         const char* phase, double offered_rps,
+                                         const std::string& profile, double* rps_out) {
   std::vector<std::uint64_t> all;
   std::uint64_t service_sum = 0, queue_sum = 0;
   std::string threads = "[";
@@ -92,6 +93,7 @@ std::string IntervalStats::take_interval(std::uint64_t t_ns, std::uint64_t inter
   const std::size_t n = all.size();
   const double rps = interval_ns ? static_cast<double>(n) * 1e9 / static_cast<double>(interval_ns)
                                  : 0.0;
+  if (rps_out) *rps_out = rps;
   std::string tid_list = "[";
   for (std::size_t i = 0; i < tids.size(); ++i) {
     tid_list += (i ? "," : "") + std::to_string(tids[i]);
@@ -116,7 +118,7 @@ std::string IntervalStats::take_interval(std::uint64_t t_ns, std::uint64_t inter
          ",\"queue_mean_ns\":" + std::to_string(n ? queue_sum / n : 0) +
          ",\"service_mean_ns\":" + std::to_string(n ? service_sum / n : 0) +
          ",\"tids\":" + tid_list + ",\"replicas\":" + replica_list + ",\"threads\":" + threads +
-         "}";
+         ",\"profile\":" + profile + "}";
 }
 
 StatsPublisher::StatsPublisher(std::string file_path, std::string socket_path)

@@ -84,7 +84,7 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
       }
       last = scheduled;
     }
-    Request request = service.make_request(content);
+    Request request = detail::make_request_locked(service, content);
     if (now_ns() < scheduled) sleep_until_ns(scheduled);
     submit(id, scheduled, std::move(request));
     ++id;
@@ -150,6 +150,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   result.failed = checker.failed;
   result.answers = std::move(checker.answers);
   result.live_lines = core.live_lines();
+  result.profiles = core.profile_results();
   return result;
 }
 
@@ -251,6 +252,7 @@ RunResult run(Service& service, const HarnessOptions& o) {
     server.join();
     close(listener);
     result.live_lines = core.live_lines();
+    result.profiles = core.profile_results();
   } else if (o.mode == "client") {
     if (o.port <= 0) throw std::invalid_argument("--mode client needs --port of the server");
     result = run_client(service, o, o.port);
@@ -298,6 +300,9 @@ std::string summary_json(const HarnessOptions& o, const RunResult& r) {
     schedule += step;
   }
   schedule += "]";
+  std::string profiles = "[";
+  for (std::size_t i = 0; i < r.profiles.size(); ++i) profiles += (i ? "," : "") + r.profiles[i];
+  profiles += "]";
   return "{\"app\":\"" + o.app + "\",\"mode\":\"" + o.mode +
          "\",\"threads\":" + std::to_string(o.threads) + ",\"seed\":" + std::to_string(o.seed) +
          ",\"warmup\":" + std::to_string(o.warmup) + ",\"schedule\":" + schedule +
@@ -314,6 +319,7 @@ std::string summary_json(const HarnessOptions& o, const RunResult& r) {
          ",\"service_p99_ns\":" + std::to_string(quantile(service, 0.99)) +
          ",\"queue_p99_ns\":" + std::to_string(quantile(queue, 0.99)) +
          ",\"m5ops\":" + (m5ops_available() ? "true" : "false") +
+         ",\"profiles\":" + profiles +
          ",\"service\":" + r.service_summary + "}\n";
 }
 
@@ -351,6 +357,8 @@ std::string usage(const std::string& app) {
   --interval-ms M   monitoring interval (100)
   --tids-file F     worker thread ids, as JSON, once the workers run
   --control-socket P  accept 'replicate NODE' / 'drop NODE' datagrams on P
+  --control-file F  answer the agent's profile requests for this app in F (JSON lines):
+                    saturate closed-loop on the given CPU for the asked duration
   --check-every N   check every Nth answer (0 = never)
   --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
@@ -384,6 +392,7 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--interval-ms") o.interval_ns = static_cast<std::uint64_t>(to_double(flag, value()) * 1e6);
     else if (flag == "--tids-file") o.tids_file = value();
     else if (flag == "--control-socket") o.control_socket = value();
+    else if (flag == "--control-file") o.control_file = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
     else if (flag == "--gem5") o.gem5 = true;
     else if (flag == "--log-answers") o.log_answers = true;

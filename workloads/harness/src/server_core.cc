@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -14,6 +16,29 @@
 #include "pimcloud/harness/clock.h"
 
 namespace pimcloud::harness::detail {
+
+Request make_request_locked(Service& service, Rng& rng) {
+  static std::mutex maker;
+  std::lock_guard lock(maker);
+  return service.make_request(rng);
+}
+
+namespace {
+std::chrono::steady_clock::time_point at_ns(std::uint64_t t_ns) {
+  // steady_clock is CLOCK_MONOTONIC on Linux, the clock of every time stamp here.
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t_ns));
+}
+}  // namespace
+
+bool WorkQueue::push_open(Work work) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return false;
+    items_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+  return true;
+}
 
 void WorkQueue::push(Work work) {
   {
@@ -46,7 +71,8 @@ ServerCore::ServerCore(Service& service, const HarnessOptions& options)
       stats_(options.app, options.threads),
       publisher_(options.stats_file, options.stats_socket),
       hooks_(make_sim_hooks(options.gem5)),
-      tids_(static_cast<std::size_t>(options.threads), 0) {}
+      tids_(static_cast<std::size_t>(options.threads), 0),
+      probe_rng_(options.seed * 0xD1B54A32D192ED03ULL + 7) {}
 
 ServerCore::~ServerCore() {
   if (!stopping_) finish();
@@ -86,6 +112,7 @@ void ServerCore::start() {
     control_ = std::thread([this] { control_loop(); });
   }
   monitor_ = std::thread([this] { monitor_loop(); });
+  if (!options_.control_file.empty()) profiler_ = std::thread([this] { profile_loop(); });
 }
 
 std::vector<pid_t> ServerCore::tids() const {
@@ -117,32 +144,158 @@ void ServerCore::worker_loop(int index) {
     hooks_->work_end(work.id, static_cast<std::uint64_t>(index));
     record.end_ns = now_ns();
     record.service_ns = record.end_ns - record.start_ns;
-    if (static_cast<long long>(work.id) >= options_.warmup) measured_.store(true);
+    if (!work.probe && static_cast<long long>(work.id) >= options_.warmup) measured_.store(true);
     stats_.add(index, record);
     work.done(index, record, std::move(response), std::move(work.request));
   }
 }
 
 void ServerCore::monitor_loop() {
+  std::unique_lock lock(monitor_mutex_);
   std::uint64_t next = started_ns_ + options_.interval_ns;
   std::uint64_t last = started_ns_;
+  const std::uint64_t margin = std::min<std::uint64_t>(10'000'000, options_.interval_ns / 10);
   for (;;) {
+    if (!stopping_) {
+      monitor_wake_.wait_until(lock, at_ns(next),
+                               [&] { return stopping_.load() || cut_request_.has_value(); });
+    }
     const bool last_round = stopping_.load();
-    if (!last_round) sleep_until_ns(next);
     const std::uint64_t t = now_ns();
+    if (!last_round && !cut_request_ && t < next) continue;  // woken early for nothing
+    // A line is inside a profiling window when probes ran through all of its interval.
+    Window* inside = nullptr;
+    if (!windows_.empty() && last >= windows_.back().start_ns &&
+        t <= windows_.back().request.end_ns()) {
+      inside = &windows_.back();
+    }
     const double offered = options_.schedule.rps_at(static_cast<double>(t - started_ns_) / 1e9);
+    double rps = 0;
     std::string line = stats_.take_interval(t, t - last, measured_ ? "measured" : "warmup",
-                                            offered);
+                                            offered, inside ? inside->request.json() : "null",
+                                            &rps);
     publisher_.publish(line);
     hooks_->dump_reset_stats();
+    if (inside) {
+      inside->max_rps = std::max(inside->max_rps, rps);
+      ++inside->intervals;
+    }
     {
-      std::lock_guard lock(lines_mutex_);
+      std::lock_guard lines_lock(lines_mutex_);
       lines_.push_back(std::move(line));
     }
     last = t;
-    next += options_.interval_ns;
     if (last_round) return;
+    if (cut_request_) {
+      // The next lines end `margin` before the agent's ticks at request.t_ns + k * interval;
+      // a first line shorter than half an interval is merged into the one after.
+      const std::uint64_t base = cut_request_->t_ns;
+      std::uint64_t k = t > base ? (t - base) / options_.interval_ns + 1 : 1;
+      while (base + k * options_.interval_ns - margin < t + options_.interval_ns / 2) ++k;
+      next = base + k * options_.interval_ns - margin;
+      Window w;
+      w.request = *cut_request_;
+      w.start_ns = t;
+      windows_.push_back(w);
+      cut_request_.reset();
+      profile_wake_.notify_all();
+    } else {
+      next += options_.interval_ns;
+      if (next <= t) next = t + options_.interval_ns;  // fell behind: do not burst
+    }
   }
+}
+
+void ServerCore::cut_interval(const ProfileRequest& request) {
+  std::unique_lock lock(monitor_mutex_);
+  cut_request_ = request;
+  monitor_wake_.notify_all();
+  profile_wake_.wait(lock, [&] { return !cut_request_ || stopping_.load(); });
+}
+
+void ServerCore::inject_probe() {
+  Request request = make_request_locked(service_, probe_rng_);
+  const std::uint64_t id = kProbeIdBit | probe_seq_++;
+  Work work{id, now_ns(), std::move(request),
+            [this](int, const RequestRecord&, Response&&, Request&&) {
+              ++probes_done_;
+              // Closed loop: each answer inside the window sends the next request.
+              if (now_ns() < probe_until_.load()) inject_probe();
+            },
+            true};
+  queue_.push_open(std::move(work));
+}
+
+void ServerCore::run_window(const ProfileRequest& request) {
+  CorePin pin(tids(), request.cpu);
+  cut_interval(request);
+  const std::uint64_t probes_before = probes_done_.load();
+  probe_until_ = request.end_ns();
+  // As many requests in flight as there are workers: every worker always has one.
+  for (int i = 0; i < options_.threads; ++i) inject_probe();
+  {
+    std::unique_lock lock(monitor_mutex_);
+    profile_wake_.wait_until(lock, at_ns(request.end_ns()), [&] { return stopping_.load(); });
+  }
+  probe_until_ = 0;
+  pin.restore();
+  std::lock_guard lock(monitor_mutex_);
+  if (windows_.empty()) return;
+  Window& w = windows_.back();
+  w.end_ns = std::min(now_ns(), request.end_ns());
+  w.probes = probes_done_.load() - probes_before;
+  w.pinned = pin.pinned();
+  w.error = pin.error();
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "profile %s cpu %d: %.0f ms, %llu requests, max %.1f RPS over %d intervals",
+                request.core_type.c_str(), request.cpu,
+                static_cast<double>(w.end_ns - w.start_ns) / 1e6,
+                static_cast<unsigned long long>(w.probes), w.max_rps, w.intervals);
+  std::cerr << options_.app << ": " << text << (w.error.empty() ? "" : "; " + w.error) << '\n';
+}
+
+void ServerCore::profile_loop() {
+  ControlFileReader reader(options_.control_file);
+  std::uint64_t bad_lines = 0;
+  while (!stopping_) {
+    for (const std::string& line : reader.poll()) {
+      std::string error;
+      const auto request = parse_profile_request(line, options_.app, error);
+      if (!error.empty() && bad_lines++ < 5) {
+        std::cerr << options_.app << ": --control-file " << options_.control_file << ": "
+                  << error << ": " << line << '\n';
+      }
+      // Requests whose window is over (an earlier run's, or read too late) need no answer.
+      if (request && request->end_ns() > now_ns() && !stopping_) run_window(*request);
+    }
+    std::unique_lock lock(monitor_mutex_);
+    profile_wake_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_.load(); });
+  }
+}
+
+std::vector<std::string> ServerCore::profile_results() const {
+  std::lock_guard lock(monitor_mutex_);
+  std::vector<std::string> out;
+  for (const Window& w : windows_) {
+    char rps[64];
+    std::snprintf(rps, sizeof rps, "%.3f", w.max_rps);
+    const double seconds = static_cast<double>(w.end_ns - w.start_ns) / 1e9;
+    char mean[64];
+    std::snprintf(mean, sizeof mean, "%.3f",
+                  seconds > 0 ? static_cast<double>(w.probes) / seconds : 0.0);
+    std::string error = "\"";
+    for (const char c : w.error) error += (c == '"' || c == '\\') ? '\'' : c;
+    out.push_back("{\"request\":" + w.request.json() + ",\"duration_ms\":" +
+                  std::to_string(w.request.duration_ns / 1'000'000) +
+                  ",\"start_ns\":" + std::to_string(w.start_ns) +
+                  ",\"end_ns\":" + std::to_string(w.end_ns) +
+                  ",\"probe_requests\":" + std::to_string(w.probes) +
+                  ",\"probe_rps\":" + mean + ",\"intervals\":" + std::to_string(w.intervals) +
+                  ",\"max_rps\":" + rps + ",\"pinned_threads\":" + std::to_string(w.pinned) +
+                  ",\"error\":" + error + "\"}");
+  }
+  return out;
 }
 
 std::string ServerCore::handle_command(const std::string& command) {
@@ -193,7 +346,13 @@ void ServerCore::finish() {
   queue_.close();
   for (auto& w : workers_) w.join();
   workers_.clear();
-  stopping_ = true;
+  {
+    std::lock_guard lock(monitor_mutex_);
+    stopping_ = true;
+  }
+  monitor_wake_.notify_all();
+  profile_wake_.notify_all();
+  if (profiler_.joinable()) profiler_.join();
   if (monitor_.joinable()) monitor_.join();
   if (control_.joinable()) control_.join();
   if (control_fd_ >= 0) {

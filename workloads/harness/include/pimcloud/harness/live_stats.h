@@ -26,9 +26,12 @@ class IntervalStats {
 
   // The JSON line (no trailing newline) for the interval ending at `t_ns`, lasting
   // `interval_ns`; resets the interval. `phase` is "warmup" or "measured";
-  // `offered_rps` is the schedule's rate at the end of the interval.
+  // `offered_rps` is the schedule's rate at the end of the interval; `profile` is the
+  // profile request (JSON) whose window holds the whole interval, or "null". The
+  // interval's rps goes to `rps_out` when given.
   std::string take_interval(std::uint64_t t_ns, std::uint64_t interval_ns, const char* phase,
-                            double offered_rps);
+                            double offered_rps, const std::string& profile = "null",
+                            double* rps_out = nullptr);
 
  private:
   struct Slot {

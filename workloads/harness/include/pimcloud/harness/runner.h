@@ -26,6 +26,8 @@ struct HarnessOptions {
   std::string stats_socket;   // same lines as UNIX datagrams to this path
   std::string tids_file;      // {"app":..,"pid":..,"tids":[..]} once workers run
   std::string control_socket; // UNIX datagram socket the harness binds for commands
+  std::string control_file;   // the agent's JSON-lines control file: answer its profile
+                              // requests for this app (profiling.h)
   std::uint64_t interval_ns = 100'000'000;
   bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
   long long check_every = 0;  // check every Nth answer (0 = never)
@@ -47,6 +49,7 @@ struct RunResult {
   std::uint64_t measured_ns = 0;       // first to last scheduled arrival of the region
   std::vector<std::string> live_lines; // every live statistics line, in order
   std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
+  std::vector<std::string> profiles;   // JSON object per answered profile request
   std::string service_summary = "{}";
 };
 
