@@ -9,7 +9,10 @@
 asks for a checkpoint (m5 checkpoint), saves it and exits.  ``restore`` rebuilds the
 same board with caches, restores the checkpoint, switches every CPU to its detailed
 model (O3 host, in-order PIM) and runs until the guest exits; the guest reads the
-scenario with m5 readfile and returns results with m5 writefile into OUTDIR.
+scenario with m5 readfile and returns results with m5 writefile into OUTDIR.  With
+``--fast-forward`` the restored run stays on the boot cores (atomic, now with caches,
+which it warms) until the guest runs ``m5 switchcpu``, so a scenario's set-up costs
+atomic speed and only its measured part runs on the detailed cores.
 """
 
 import argparse
@@ -59,6 +62,9 @@ def parse_args() -> argparse.Namespace:
                          help="also dump stats at this simulated period, e.g. 100ms")
     restore.add_argument("--max-seconds", type=float, default=None,
                          help="stop after this much simulated time")
+    restore.add_argument("--fast-forward", action="store_true",
+                         help="stay on the atomic boot cores until the guest runs "
+                              "`m5 switchcpu`")
     return parser.parse_args()
 
 
@@ -90,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "restore":
         m5.instantiate(args.checkpoint_dir)
         board._post_instantiate()
-        board.get_processor().switch_to_detailed()
+        if not args.fast_forward:
+            board.get_processor().switch_to_detailed()
         if args.stats_period:
             m5.stats.periodicStatDump(m5.ticks.fromSeconds(
                 m5.util.convert.toLatency(args.stats_period)))
@@ -111,6 +118,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"pimcloud: checkpoint saved in {args.checkpoint_dir}", flush=True)
                 return 0
             continue  # a restored scenario asking again: ignore
+        if cause == "switchcpu":
+            processor = board.get_processor()
+            if not processor.is_detailed():
+                processor.switch_to_detailed()
+                print(f"pimcloud: switched to the detailed cores at tick {m5.curTick()}",
+                      flush=True)
+            continue
         if cause == "m5_exit instruction encountered":
             return event.getCode()
         if cause == "simulate() limit reached":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import re
 import shutil
 import signal
 import tempfile
@@ -21,19 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.gem5_runner import GEM5_CONFIGS, gem5_binary
+from pimcloud.gem5_runner import gem5_binary
+from pimcloud.gem5_session import (
+    CONSOLE_FILES,
+    Gem5Inputs,
+    boot_mode,
+    last_tick,
+    restore_mode,
+)
 from pimcloud.topology import load_topology
 
 from .guest_scenario import write_scenario
 from .spec import CampaignSpec, Run
 from .supervise import supervise
 
-RUN_SCRIPT = GEM5_CONFIGS / "pim_fs.py"
 # Simulated seconds allowed for a restored guest to start its services before the
 # warm-up begins (kvstore and oltp fill their tables in simulated time).
 STARTUP_ALLOWANCE_S = 1.0
-EXIT_TICK = re.compile(r"pimcloud: exit at tick (\d+)")
-CONSOLE_FILES = ("board.pc.com_1.device", "system.pc.com_1.device")
 FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads are not "
                    "architectural")
 
@@ -53,11 +56,6 @@ def signal_name(returncode: int) -> str:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-def last_tick(log_text: str) -> int | None:
-    ticks = EXIT_TICK.findall(log_text)
-    return int(ticks[-1]) if ticks else None
 
 
 def log_tail(path: Path, lines: int = 30) -> str:
@@ -111,6 +109,10 @@ class Checkpoints:
         self.root, self.gem5, self.gem5_version = root, gem5, gem5_version
         self.spec, self.kernel, self.image = spec, kernel, image
 
+    def inputs(self, topology: str) -> Gem5Inputs:
+        return Gem5Inputs(self.gem5, topology, self.kernel, self.image,
+                          self.spec.gem5.mem_divisor, tuple(self.spec.gem5.extra_args))
+
     def key(self, topology: str) -> CheckpointKey:
         self.root.mkdir(parents=True, exist_ok=True)
         digests = self.root / ".digests.json"
@@ -149,12 +151,8 @@ class Checkpoints:
             log(f"checkpoint: booting {Path(topology).stem} in gem5 to make "
                 f"{self.folder(key)} (once for every run of this topology)")
             building = Path(tempfile.mkdtemp(dir=self.root, prefix=f".building-{key.key}-"))
-            command = [str(self.gem5), *self.spec.gem5.extra_args, "-d",
-                       str(building / "m5out"), str(RUN_SCRIPT), "--topology", topology,
-                       "--kernel", str(self.kernel), "--disk", str(self.image),
-                       "--mem-divisor", str(self.spec.gem5.mem_divisor),
-                       "boot", "--checkpoint-dir", str(building / "ckpt"),
-                       "--boot-cpu", self.spec.gem5.boot_cpu]
+            command = self.inputs(topology).command(
+                building / "m5out", *boot_mode(building / "ckpt", self.spec.gem5.boot_cpu))
             limits = self.spec.limits
             done = supervise(command, log=building / "boot.log",
                              host_time_s=limits.host_time_s, memory_bytes=limits.memory_bytes)
@@ -204,16 +202,10 @@ class Gem5Backend:
         start_s = meta.get("simulated_seconds") or 0.0
         budget = (STARTUP_ALLOWANCE_S + spec.length.warmup_s + spec.length.measured_s) * (
             1 + spec.gem5.limit_margin)
-        command = [str(self.checkpoints.gem5), *spec.gem5.extra_args, "-d",
-                   str(staging / "m5out"), str(RUN_SCRIPT), "--topology", run.topology,
-                   "--kernel", str(self.checkpoints.kernel), "--disk",
-                   str(self.checkpoints.image), "--mem-divisor", str(spec.gem5.mem_divisor),
-                   "restore", "--checkpoint-dir",
-                   str(self.checkpoints.folder(key) / "ckpt"),
-                   "--scenario", str(staging / "scenario.tar"),
-                   "--max-seconds", f"{start_s + budget:.6f}"]
-        if spec.gem5.stats_period:
-            command += ["--stats-period", spec.gem5.stats_period]
+        command = self.checkpoints.inputs(run.topology).command(
+            staging / "m5out", *restore_mode(
+                self.checkpoints.folder(key) / "ckpt", staging / "scenario.tar",
+                max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None))
         log = staging / "gem5.log"
         done = supervise(command, log=log, host_time_s=spec.limits.host_time_s,
                          memory_bytes=spec.limits.memory_bytes)

@@ -24,6 +24,7 @@ static void usage(void) {
           "  writefile GUEST_FILE [HOST_NAME]   copy a guest file out to the host\n"
           "  workbegin [WORK_ID [THREAD_ID]]    mark the start of a work item\n"
           "  workend [WORK_ID [THREAD_ID]]\n"
+          "  switchcpu                          gem5: switch to the detailed CPUs now\n"
           "  backend                            print gem5, qemu or native\n"
           "The backend comes from pimcloud.backend= on the kernel command line\n"
           "(PIMCLOUD_BACKEND overrides it); without one m5 never runs a magic instruction.\n",
@@ -179,6 +180,7 @@ int main(int argc, char **argv) {
         {"resetstats", m5_reset_stats},   {"dumpstats", m5_dump_stats},
         {"dumpresetstats", m5_dump_reset_stats}, {"checkpoint", m5_checkpoint},
         {"workbegin", m5_work_begin},     {"workend", m5_work_end},
+        {"switchcpu", m5_switch_cpu},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         if (strcmp(command, pairs[i].name) == 0) {

@@ -102,6 +102,12 @@ M5OP_FUNCTION void m5op_work_end(uint64_t work_id, uint64_t thread_id) {
     (void)result;
 }
 
+M5OP_FUNCTION void m5op_switch_cpu(void) {
+    uint64_t result;
+    M5OP_ASM1(M5OP_SWITCH_CPU, 0, result);
+    (void)result;
+}
+
 /* ---- backend ---- */
 
 static const char BACKEND_KEY[] = "pimcloud.backend=";
@@ -322,6 +328,13 @@ STATS_CALL(m5_dump_reset_stats, m5op_dump_reset_stats, "dumpresetstats")
 STATS_CALL(m5_checkpoint, m5op_checkpoint, "checkpoint")
 STATS_CALL(m5_work_begin, m5op_work_begin, "workbegin")
 STATS_CALL(m5_work_end, m5op_work_end, "workend")
+
+static void switch_cpu_op(uint64_t unused_a, uint64_t unused_b) {
+    (void)unused_a;
+    (void)unused_b;
+    m5op_switch_cpu();
+}
+STATS_CALL(m5_switch_cpu, switch_cpu_op, "switchcpu")
 
 int64_t m5_read_file(void *buffer, uint64_t length, uint64_t offset) {
     if (m5_backend() == M5_BACKEND_GEM5)

@@ -28,6 +28,7 @@ enum m5op_code {
     M5OP_CHECKPOINT = 0x43,
     M5OP_WRITE_FILE = 0x4F,
     M5OP_READ_FILE = 0x50,
+    M5OP_SWITCH_CPU = 0x52,
     M5OP_WORK_BEGIN = 0x5a,
     M5OP_WORK_END = 0x5b,
 };
@@ -54,6 +55,8 @@ uint64_t m5op_write_file(const void *buffer, uint64_t length, uint64_t offset,
 uint64_t m5op_read_file(void *buffer, uint64_t length, uint64_t offset);
 void m5op_work_begin(uint64_t work_id, uint64_t thread_id);
 void m5op_work_end(uint64_t work_id, uint64_t thread_id);
+/* Ask the simulator script to switch CPU models (the run script's "switchcpu" exit). */
+void m5op_switch_cpu(void);
 
 /* ---- backend-aware calls ---- */
 
@@ -76,6 +79,9 @@ int m5_dump_reset_stats(uint64_t delay_ns, uint64_t period_ns);
 int m5_checkpoint(uint64_t delay_ns, uint64_t period_ns);
 int m5_work_begin(uint64_t work_id, uint64_t thread_id);
 int m5_work_end(uint64_t work_id, uint64_t thread_id);
+/* gem5: hand the CPUs to the detailed models now (fast-forward ends here); elsewhere a
+ * logged no-op.  The arguments are ignored (the command's uniform shape). */
+int m5_switch_cpu(uint64_t unused_a, uint64_t unused_b);
 
 /* Read up to length bytes of the host's file at offset: bytes read (0 at its end) or -errno. */
 int64_t m5_read_file(void *buffer, uint64_t length, uint64_t offset);

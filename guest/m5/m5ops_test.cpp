@@ -80,7 +80,7 @@ TEST(M5OpEncoding, EveryOpHasItsSpecifiedBytes) {
         {"m5op_exit", 0x21},          {"m5op_fail", 0x22},       {"m5op_reset_stats", 0x40},
         {"m5op_dump_stats", 0x41},    {"m5op_dump_reset_stats", 0x42},
         {"m5op_checkpoint", 0x43},    {"m5op_write_file", 0x4F}, {"m5op_read_file", 0x50},
-        {"m5op_work_begin", 0x5a},    {"m5op_work_end", 0x5b},
+        {"m5op_work_begin", 0x5a},    {"m5op_work_end", 0x5b},     {"m5op_switch_cpu", 0x52},
     };
     auto functions = disassembled_functions();
     ASSERT_FALSE(functions.empty()) << "objdump found no functions in " << M5OPS_ARCHIVE;
@@ -189,6 +189,7 @@ TEST_F(SharedFolder, StatsAndExitAreHarmlessOnANativeMachine) {
     EXPECT_EQ(m5_dump_reset_stats(0, 0), 0);
     EXPECT_EQ(m5_checkpoint(0, 0), 0);
     EXPECT_EQ(m5_work_begin(1, 2), 0);
+    EXPECT_EQ(m5_switch_cpu(0, 0), 0);
     EXPECT_EQ(m5_exit(0), 0);  // returns: a native machine is never powered off
 }
 

@@ -1,0 +1,201 @@
+"""Boot a topology in gem5 to its checkpoint, and restore it for one scenario.
+
+The command lines of ``pim_fs.py`` are built here once, for ``pimcloud gem5 boot|probe``
+and for the campaign runner (runs/backends.py). A boot also checks what the guest saw:
+the ``pimcloud-node`` lines its init prints must match the topology model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+from pimcloud.gem5_runner import GEM5_CONFIGS
+
+RUN_SCRIPT = GEM5_CONFIGS / "pim_fs.py"
+CONSOLE_FILES = ("board.pc.com_1.device", "system.pc.com_1.device")
+EXIT_TICK = re.compile(r"pimcloud: exit at tick (\d+)")
+TICKS_PER_SECOND = 10**12
+
+
+@dataclass(frozen=True)
+class Gem5Inputs:
+    """What every pim_fs.py run of one checkpoint shares."""
+
+    gem5: Path
+    topology: str
+    kernel: Path
+    image: Path
+    mem_divisor: int = 1
+    extra_args: tuple[str, ...] = ()
+
+    def command(self, outdir: Path, *mode: str) -> list[str]:
+        return [str(self.gem5), *self.extra_args, "-d", str(outdir), str(RUN_SCRIPT),
+                "--topology", self.topology, "--kernel", str(self.kernel),
+                "--disk", str(self.image), "--mem-divisor", str(self.mem_divisor), *mode]
+
+
+def boot_mode(checkpoint_dir: Path, boot_cpu: str = "atomic") -> list[str]:
+    return ["boot", "--checkpoint-dir", str(checkpoint_dir), "--boot-cpu", boot_cpu]
+
+
+def restore_mode(checkpoint_dir: Path, scenario: Path, *, max_seconds: float | None = None,
+                 stats_period: str | None = None, fast_forward: bool = False) -> list[str]:
+    mode = ["restore", "--checkpoint-dir", str(checkpoint_dir), "--scenario", str(scenario)]
+    if max_seconds is not None:
+        mode += ["--max-seconds", f"{max_seconds:.6f}"]
+    if stats_period:
+        mode += ["--stats-period", stats_period]
+    if fast_forward:
+        mode.append("--fast-forward")
+    return mode
+
+
+def last_tick(log_text: str) -> int | None:
+    """The last tick pim_fs.py reported an exit at."""
+    ticks = EXIT_TICK.findall(log_text)
+    return int(ticks[-1]) if ticks else None
+
+
+def console_text(m5out: Path) -> str:
+    """The guest's serial console as gem5 recorded it ('' when there is none)."""
+    for name in CONSOLE_FILES:
+        path = m5out / name
+        if path.is_file():
+            return path.read_text(errors="replace")
+    return ""
+
+
+@dataclass
+class BootReport:
+    """A finished boot: where the checkpoint is and what the guest said about itself."""
+
+    folder: Path
+    ok: bool
+    host_seconds: float
+    tick: int | None
+    peak_rss_bytes: int
+    clocksource: str | None
+    problems: list[str] = field(default_factory=list)
+    uptime_at_ready_s: float | None = None
+
+    @property
+    def simulated_seconds(self) -> float | None:
+        return None if self.tick is None else self.tick / TICKS_PER_SECOND
+
+
+def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
+         host_time_s: float | None = None) -> BootReport:
+    """Boot to the guest's checkpoint request into ``folder`` (ckpt/, m5out/, boot.log,
+    boot.json) and compare the NUMA layout the guest printed with the model."""
+    from pimcloud.guest.scenario import GuestNode, node_mismatches, parse_console
+    from pimcloud.runs.supervise import supervise
+    from pimcloud.topology import load_topology
+
+    folder.mkdir(parents=True, exist_ok=True)
+    command = inputs.command(folder / "m5out", *boot_mode(folder / "ckpt", boot_cpu))
+    done = supervise(command, log=folder / "boot.log", host_time_s=host_time_s)
+    log_text = (folder / "boot.log").read_text(errors="replace")
+    report = parse_console(console_text(folder / "m5out"))
+    problems = [f"guest init: {error}" for error in report.init_errors]
+    if report.panic:
+        problems.append(f"kernel panic: {report.panic}")
+    if done.returncode != 0 or not (folder / "ckpt").is_dir():
+        why = done.stopped_for or f"exit {done.returncode}"
+        problems.append(f"gem5 did not save a checkpoint ({why}); see {folder}/boot.log:\n"
+                        + "\n".join(log_text.splitlines()[-15:]))
+    topology = load_topology(inputs.topology).with_memory_divided(inputs.mem_divisor)
+    nodes: list[GuestNode] = list(report.nodes)
+    if not nodes:
+        problems.append("the guest printed no pimcloud-node lines before its checkpoint")
+    else:
+        problems += node_mismatches(topology, nodes)
+    result = BootReport(folder, not problems, round(done.host_seconds, 1),
+                        last_tick(log_text), done.peak_rss_bytes, report.clocksource, problems,
+                        report.uptime_at_ready_s)
+    record: dict[str, Any] = {
+        "topology": inputs.topology, "mem_divisor": inputs.mem_divisor, "ok": result.ok,
+        "tick": result.tick, "simulated_seconds": result.simulated_seconds,
+        "host_seconds": result.host_seconds, "peak_rss_bytes": result.peak_rss_bytes,
+        "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,
+        "nodes": [asdict(node) for node in nodes], "problems": problems, "command": command,
+        "gem5": str(inputs.gem5), "kernel": str(inputs.kernel), "image": str(inputs.image),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    atomic_write_text(folder / "boot.json", json.dumps(record, indent=1) + "\n")
+    return result
+
+
+def read_boot(folder: Path) -> dict[str, Any]:
+    """boot.json of a checkpoint folder, or a ValueError saying what to run."""
+    try:
+        record: dict[str, Any] = json.loads((folder / "boot.json").read_text())
+    except (OSError, ValueError):
+        raise ValueError(f"{folder} holds no finished boot (boot.json): run "
+                         "`pimcloud gem5 boot TOPOLOGY --out FOLDER` first") from None
+    if not record.get("ok") or not (folder / "ckpt").is_dir():
+        raise ValueError(f"{folder}: its boot failed ({'; '.join(record.get('problems', []))})")
+    return record
+
+
+@dataclass
+class RestoreReport:
+    """A finished restore: how it ended, how long it took, what the guest sent back."""
+
+    folder: Path
+    returncode: int | None
+    stopped_for: str | None
+    host_seconds: float
+    simulated_seconds: float | None
+    scenario_exit: int | None
+    results: list[str]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def restore(inputs: Gem5Inputs, checkpoint: Path, scenario_folder: Path, folder: Path, *,
+            fast_forward: bool = False, max_seconds: float | None = None,
+            stats_period: str | None = None, host_time_s: float | None = None
+            ) -> RestoreReport:
+    """Restore ``checkpoint`` (a boot folder) with the detailed cores, run the scenario in
+    ``scenario_folder``, and unpack what the guest returned into ``folder``/results."""
+    from pimcloud.guest.scenario import load_scenario, parse_console, unpack_results
+    from pimcloud.runs.supervise import supervise
+
+    boot_record = read_boot(checkpoint)
+    folder.mkdir(parents=True, exist_ok=True)
+    scenario = folder / "scenario.tar"
+    scenario.write_bytes(load_scenario(scenario_folder).payload)
+    start_s = boot_record.get("simulated_seconds") or 0.0
+    limit = None if max_seconds is None else start_s + max_seconds
+    command = inputs.command(folder / "m5out", *restore_mode(
+        checkpoint / "ckpt", scenario, max_seconds=limit, stats_period=stats_period,
+        fast_forward=fast_forward))
+    done = supervise(command, log=folder / "gem5.log", host_time_s=host_time_s)
+    log_text = (folder / "gem5.log").read_text(errors="replace")
+    tick = last_tick(log_text)
+    report = parse_console(console_text(folder / "m5out"))
+    results: list[str] = []
+    archive = folder / "m5out" / "results.tar"
+    if archive.is_file():
+        results = unpack_results(archive.read_bytes(), folder / "results")
+    problems = []
+    if done.stopped_for or done.returncode != 0:
+        why = done.stopped_for or f"exit {done.returncode}"
+        problems.append(f"gem5 stopped ({why}); see {folder}/gem5.log:\n"
+                        + "\n".join(log_text.splitlines()[-15:]))
+    if report.scenario_exit not in (None, 0):
+        problems.append(f"the scenario exited with {report.scenario_exit}")
+    if not archive.is_file():
+        problems.append("the guest sent no results.tar")
+    return RestoreReport(folder, done.returncode, done.stopped_for, round(done.host_seconds, 1),
+                         None if tick is None else tick / TICKS_PER_SECOND - start_s,
+                         report.scenario_exit, results, problems)

@@ -1,0 +1,226 @@
+"""The memory-latency probe as a scenario: which CPU reads which node, and what it measured.
+
+``probe_points`` picks, for a topology, the paper's three kinds of access: a host core to
+each stack, a PIM core to its own stack, and a PIM core to another stack. The scenario
+runs ``pimcloud-memprobe`` (workloads/memprobe) once for all points: set-up first (on the
+atomic cores when the gem5 run fast-forwards), then ``m5 switchcpu``, then one measured
+region per point, each bracketed by a gem5 stats reset and dump.
+
+``probe_results`` joins what the guest printed (ns per load on the guest's clock, pages
+found on the node) with gem5's stats: dump k is point k, so its simulated seconds over the
+number of loads is the load-to-use latency as gem5 timed it (gem5 adds a last dump at
+exit), and the outer cache's hit
+ratio in that dump says how much of the buffer the caches still held.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+from pimcloud.components.plan import BOARD_NAME, cluster_plans
+from pimcloud.topology import Topology, cpus, numa_nodes
+from pimcloud.topology.model import HOST_CLUSTER
+
+PROBE_PROGRAM = "pimcloud-memprobe"
+RESULTS_FILE = "memprobe.jsonl"
+# Buffers this many times the largest cache the CPU reaches, within these bounds: big
+# enough that few loads hit, small enough that set-up stays cheap in simulation.
+BUFFER_OVER_CACHE = 16
+MIN_BUFFER_BYTES = 4 << 20
+MAX_BUFFER_BYTES = 128 << 20
+
+
+class ProbeError(ValueError):
+    """The probe cannot be set up or its results cannot be read; the message says why."""
+
+
+@dataclass(frozen=True)
+class ProbePoint:
+    """One measurement: ``cpu`` chases pointers through ``bytes`` bound to ``node``."""
+
+    kind: str  # "host", "pim-local" or "pim-remote"
+    cpu: int
+    node: int
+    bytes: int
+    cluster: str
+    outer_cache: str  # stats name prefix of the last cache level this CPU reaches
+
+    @property
+    def argument(self) -> str:
+        return f"{self.cpu}:{self.node}:{self.bytes}"
+
+
+def _buffer_bytes(largest_cache: int) -> int:
+    wanted = BUFFER_OVER_CACHE * largest_cache
+    rounded = 1 << math.ceil(math.log2(max(wanted, 1)))
+    return min(max(rounded, MIN_BUFFER_BYTES), MAX_BUFFER_BYTES)
+
+
+def probe_points(topology: Topology) -> list[ProbePoint]:
+    """Host core to every memory node; each stack's first PIM core to its own node and
+    to the next stack's node (the paper's host, PIM-local and PIM-remote accesses)."""
+    nodes = numa_nodes(topology)
+    memory_nodes = [n for n in nodes if n.capacity > 0]
+    if not memory_nodes:
+        raise ProbeError(f"topology {topology.name} has no node with memory to probe")
+    cpu_table = {c.cpu_id: c for c in cpus(topology)}
+    plans = {plan.name: plan for plan in cluster_plans(topology)}
+    prefix = f"{BOARD_NAME}.cache_hierarchy."
+
+    def point(kind: str, cpu_id: int, node: int) -> ProbePoint:
+        plan = plans[cpu_table[cpu_id].cluster]
+        caches = plan.caches
+        index = plan.cpu_ids.index(cpu_id)
+        if caches.l3 is not None:
+            outer, largest = f"{prefix}{plan.cache_prefix}l3", caches.l3.size
+        elif caches.l2 is not None:
+            outer, largest = f"{prefix}{plan.cache_prefix}l2{index}", caches.l2.size
+        else:
+            outer, largest = f"{prefix}{plan.cache_prefix}l1d{index}", caches.l1d.size
+        return ProbePoint(kind, cpu_id, node, _buffer_bytes(largest), plan.name, outer)
+
+    points: list[ProbePoint] = []
+    stack_nodes = [n for n in memory_nodes if n.cpus and n.cluster != HOST_CLUSTER]
+    host_nodes = [n for n in nodes if n.cpus and n.cluster == HOST_CLUSTER]
+    for host in host_nodes:
+        points += [point("host", host.cpus[0], target.node_id) for target in memory_nodes]
+    for i, stack in enumerate(stack_nodes):
+        points.append(point("pim-local", stack.cpus[0], stack.node_id))
+        if len(stack_nodes) > 1:
+            other = stack_nodes[(i + 1) % len(stack_nodes)]
+            points.append(point("pim-remote", stack.cpus[0], other.node_id))
+    return points
+
+
+def scenario_script(points: list[ProbePoint], loads: int, switch_cpu: bool) -> str:
+    """run.sh: one probe process for every point, output into the results folder."""
+    args = [f"--point {p.argument}" for p in points]
+    flags = ["--m5-stats", f"--loads {loads}"] + (["--switch-cpu"] if switch_cpu else [])
+    return "\n".join([
+        "#!/bin/sh",
+        "# The memory-latency probe (workloads/memprobe.py): set-up, switch, measure.",
+        "set -e",
+        'here=$(cd "$(dirname "$0")" && pwd)',
+        f'probe=/opt/pimcloud/bin/{PROBE_PROGRAM}',
+        f'[ -x "$probe" ] || probe="$here/bin/{PROBE_PROGRAM}"',
+        'out="${PIMCLOUD_RESULTS:-/results}"',
+        'mkdir -p "$out"',
+        "cat /sys/devices/system/clocksource/clocksource0/current_clocksource "
+        '> "$out/clocksource.txt" 2>/dev/null || true',
+        f'"$probe" {" ".join(args + flags)} > "$out/{RESULTS_FILE}"',
+        "",
+    ])
+
+
+def write_scenario(folder: Path, topology: Topology, loads: int = 200_000,
+                   switch_cpu: bool = True, program: Path | None = None) -> list[ProbePoint]:
+    """A scenario folder (run.sh, points.json, bin/pimcloud-memprobe) for ``topology``."""
+    if loads < 1:
+        raise ProbeError(f"loads must be at least 1, got {loads}")
+    program = program or find_program()
+    points = probe_points(topology)
+    (folder / "bin").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(program, folder / "bin" / PROBE_PROGRAM)
+    atomic_write_text(folder / "run.sh", scenario_script(points, loads, switch_cpu))
+    atomic_write_text(folder / "points.json",
+                      json.dumps([asdict(p) for p in points], indent=1) + "\n")
+    return points
+
+
+def find_program() -> Path:
+    """The static probe from the host's CMake build (``make cxx`` builds it)."""
+    from pimcloud.runs.guest_scenario import program_candidates
+
+    found = program_candidates(PROBE_PROGRAM)
+    if not found:
+        raise ProbeError(f"{PROBE_PROGRAM} is not built: run `make cxx` (CMake target "
+                         f"{PROBE_PROGRAM}) first")
+    return found[0]
+
+
+def read_guest_lines(path: Path) -> list[dict[str, Any]]:
+    """The probe's JSON lines; a missing or damaged file is a ProbeError naming it."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ProbeError(f"{path}: the guest left no probe output ({error.strerror})") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            raise ProbeError(f"{path}:{number}: not a JSON line: {line[:80]!r}") from None
+    return rows
+
+
+def _outer_hit_ratio(stats: Any, dump: int, cache: str) -> float | None:
+    rows = stats[(stats["dump"] == dump) & stats["stat"].isin(
+        [f"{cache}.overallHits", f"{cache}.overallMisses"]) & (stats["subname"] == "total")]
+    values = {row["stat"].rsplit(".", 1)[1]: row["value"] for _, row in rows.iterrows()}
+    hits, misses = values.get("overallHits"), values.get("overallMisses")
+    if hits is None or misses is None or hits + misses == 0:
+        return None
+    return float(hits / (hits + misses))
+
+
+def probe_results(points: list[ProbePoint], guest_output: Path,
+                  stats_file: Path | None) -> list[dict[str, Any]]:
+    """One row per point: guest-clock and gem5 ns per load, placement, cache hit ratio."""
+    guest = read_guest_lines(guest_output)
+    if len(guest) != len(points):
+        raise ProbeError(f"{guest_output}: {len(guest)} results for {len(points)} points; "
+                         "the probe stopped early (see the guest console)")
+    dumps = stats = None
+    if stats_file is not None:
+        from pimcloud.analysis.stats import parse_stats
+
+        parsed = parse_stats(stats_file)
+        dumps, stats = parsed.dumps, parsed.stats
+        if len(dumps) < len(points):
+            raise ProbeError(f"{stats_file}: {len(dumps)} stats dumps for {len(points)} "
+                             "points; was the scenario restored with a gem5 backend?")
+        # A restore without --stats-period dumps nothing before the scenario, so the
+        # probe's dumps come first; gem5 adds one more when it exits.
+        first = 0
+    rows = []
+    for k, (point, seen) in enumerate(zip(points, guest, strict=True)):
+        if (seen.get("cpu"), seen.get("node")) != (point.cpu, point.node):
+            raise ProbeError(f"{guest_output}: line {k + 1} is CPU {seen.get('cpu')} -> node "
+                             f"{seen.get('node')}, expected {point.cpu} -> {point.node}")
+        row: dict[str, Any] = {**asdict(point), "loads": seen["loads"],
+                               "guest_ns_per_load": seen["ns_per_load"],
+                               "pages_on_node": seen["pages_on_node"],
+                               "pages_checked": seen["pages_checked"],
+                               "huge_pages": seen.get("anon_huge_kib", 0) > 0,
+                               "stayed_on_cpu": seen.get("cpu_after") == point.cpu}
+        if dumps is not None and stats is not None:
+            dump = int(dumps.iloc[first + k]["dump"])
+            seconds = float(dumps.iloc[first + k]["sim_seconds"])
+            row["gem5_ns_per_load"] = seconds * 1e9 / seen["loads"]
+            row["outer_cache_hit_ratio"] = _outer_hit_ratio(stats, dump, point.outer_cache)
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A plain-text table of probe rows."""
+    header = (f"{'kind':<11} {'cpu':>4} {'node':>4} {'buffer':>8} {'gem5 ns':>8} "
+              f"{'guest ns':>9} {'outer hit':>9} {'on node':>8}")
+    lines = [header]
+    for row in rows:
+        gem5_ns = row.get("gem5_ns_per_load")
+        hit = row.get("outer_cache_hit_ratio")
+        lines.append(
+            f"{row['kind']:<11} {row['cpu']:>4} {row['node']:>4} "
+            f"{row['bytes'] // (1 << 20):>6}Mi {'-' if gem5_ns is None else f'{gem5_ns:.1f}':>8}"
+            f" {row['guest_ns_per_load']:>9.1f} {'-' if hit is None else f'{hit:.3f}':>9} "
+            f"{row['pages_on_node']:>3}/{row['pages_checked']:<4}")
+    return "\n".join(lines)
