@@ -2,6 +2,9 @@
 
 Deep clusters: private L1I/L1D -> private L2 -> the cluster's shared L3 -> membus.
 Shallow clusters (PIM cores): private L1I/L1D straight to the membus.
+Page-table walks go where a real walker's go: into the core's L2 bus (deep), or
+through a small per-core page-walk cache (shallow) to the membus, so a TLB miss does
+not pay four uncached DRAM accesses.
 The membus (a SystemXBar) is the point of coherence; below it the memory system's
 link router adds requester-aware SerDes latency.  With ``caches=False`` (the boot to
 the checkpoint) every core talks to the membus directly.
@@ -15,6 +18,7 @@ from gem5.components.cachehierarchies.abstract_cache_hierarchy import AbstractCa
 from gem5.components.cachehierarchies.classic.abstract_classic_cache_hierarchy import (
     AbstractClassicCacheHierarchy,
 )
+from gem5.components.cachehierarchies.classic.caches.mmu_cache import MMUCache
 from gem5.utils.override import overrides
 from m5.objects import BadAddr, Cache, L2XBar, SrcClockDomain, SystemXBar, VoltageDomain
 
@@ -23,6 +27,7 @@ from ..topology.model import CacheLevel
 from .plan import ClusterPlan, cluster_plans
 
 MSHRS = {"l1": 16, "l2": 32, "l3": 64}
+WALK_CACHE_SIZE = "8KiB"  # per walker, shallow clusters: the upper page-table levels
 
 
 def make_cache(level: CacheLevel, kind: str) -> Cache:
@@ -74,8 +79,9 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
                 for core in cluster_cores:
                     core.connect_icache(self.membus.cpu_side_ports)
                     core.connect_dcache(self.membus.cpu_side_ports)
+                    core.connect_walker_ports(self.membus.cpu_side_ports,
+                                              self.membus.cpu_side_ports)
         for core in cores:
-            core.connect_walker_ports(self.membus.cpu_side_ports, self.membus.cpu_side_ports)
             core.connect_interrupt(self.membus.mem_side_ports, self.membus.cpu_side_ports)
         if board.has_coherent_io():
             self.iocache = Cache(assoc=8, tag_latency=50, data_latency=50,
@@ -94,6 +100,16 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
         setattr(self, f"{prefix}l1d", l1d)
         if caches.hierarchy == "shallow":
             below = [self.membus] * len(cores)
+            # One per walker (instruction, data): a cache has a single CPU-side port.
+            walk_i = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
+            walk_d = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
+            for cache in (*walk_i, *walk_d):
+                cache.clk_domain = clock
+                cache.mem_side = self.membus.cpu_side_ports
+            setattr(self, f"{prefix}walk_i", walk_i)
+            setattr(self, f"{prefix}walk_d", walk_d)
+            for core, icache_walk, dcache_walk in zip(cores, walk_i, walk_d, strict=True):
+                core.connect_walker_ports(icache_walk.cpu_side, dcache_walk.cpu_side)
         else:
             assert caches.l2 is not None and caches.l3 is not None
             l3 = make_cache(caches.l3, "l3")
@@ -112,6 +128,8 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
             setattr(self, f"{prefix}l2", l2)
             setattr(self, f"{prefix}l2bus", l2bus)
             below = l2bus
+            for core, bus in zip(cores, l2bus, strict=True):
+                core.connect_walker_ports(bus.cpu_side_ports, bus.cpu_side_ports)
         for core, icache, dcache, bus in zip(cores, l1i, l1d, below, strict=True):
             icache.clk_domain = dcache.clk_domain = clock
             icache.mem_side = bus.cpu_side_ports
