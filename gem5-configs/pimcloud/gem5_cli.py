@@ -61,7 +61,9 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inputs(topology: str, kernel: Path | None, image: Path | None, mem_divisor: int):  # type: ignore[no-untyped-def]
+def gem5_inputs(topology: str, kernel: Path | None, image: Path | None,
+                mem_divisor: int):  # type: ignore[no-untyped-def]
+    """gem5 (checked), the kernel and the image for a topology; builds ours when absent."""
     from .gem5_session import Gem5Inputs
     from .topology import load_topology
 
@@ -82,7 +84,7 @@ def _boot(args: argparse.Namespace) -> int:
     from .gem5_session import boot
 
     try:
-        inputs = _inputs(args.topology, args.kernel, args.image, args.mem_divisor)
+        inputs = gem5_inputs(args.topology, args.kernel, args.image, args.mem_divisor)
     except Gem5Missing as problem:
         print(f"gem5 is not usable: {problem}")
         return 2
@@ -112,7 +114,7 @@ def _probe(args: argparse.Namespace) -> int:
 
     try:
         record = read_boot(args.checkpoint.resolve())
-        inputs = _inputs(record["topology"], Path(record["kernel"]), Path(record["image"]),
+        inputs = gem5_inputs(record["topology"], Path(record["kernel"]), Path(record["image"]),
                          record["mem_divisor"])
         topology = load_topology(record["topology"]).with_memory_divided(record["mem_divisor"])
         out = args.out.resolve()

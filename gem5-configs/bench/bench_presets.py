@@ -1,0 +1,127 @@
+"""Per-preset gem5 figures: boot-to-checkpoint host time and detailed simulation speed.
+
+For each preset it boots to the checkpoint with the atomic CPUs (``pimcloud gem5 boot``),
+then restores it fast-forwarded, starts one busy loop pinned to every CPU, switches to
+the detailed cores (O3 host, in-order PIM) and measures a window of simulated time
+between an m5 resetstats and dumpstats. From that dump: simulated microseconds per host
+second, and committed instructions per host second (gem5's simInsts / hostSeconds).
+
+    GEM5=/path/to/gem5.opt .venv/bin/python gem5-configs/bench/bench_presets.py \\
+        [--presets paper arch1 ...] [--mem-divisor 8] [--window-ms 5] [--out DIR]
+
+Capacities are divided by --mem-divisor (default 8) so checkpoints stay small; the CPUs,
+caches, links and timings are the preset's. Results are kept per preset in
+DIR/<preset>/ (boot.json, bench.json); a rerun reuses finished boots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+from pimcloud.gem5_cli import gem5_inputs
+from pimcloud.gem5_runner import Gem5Missing
+from pimcloud.gem5_session import boot, read_boot, restore
+from pimcloud.topology import cpus, load_topology
+from pimcloud.topology.parse import preset_names
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "runs" / "out" / "bench-presets"
+
+
+def busy_scenario(folder: Path, cpu_count: int, window_ms: float) -> None:
+    """run.sh: a busy loop on every CPU, switch to detailed, one measured window."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "#!/bin/sh",
+        "# Detailed-speed window: every CPU busy, stats reset, sleep, stats dump.",
+        "pids=",
+        f"for cpu in $(seq 0 {cpu_count - 1}); do",
+        "    taskset -c $cpu sh -c 'while :; do :; done' &",
+        '    pids="$pids $!"',
+        "done",
+        "m5 switchcpu",
+        "m5 resetstats",
+        f"sleep {window_ms / 1000:.4f}",
+        "m5 dumpstats",
+        "kill $pids",
+        "",
+    ]
+    atomic_write_text(folder / "run.sh", "\n".join(lines))
+
+
+def window_figures(stats_file: Path) -> dict[str, float]:
+    """Simulated and host seconds and instructions of the first dump (the window)."""
+    from pimcloud.analysis.stats import parse_stats
+
+    parsed = parse_stats(stats_file)
+    first = parsed.stats[parsed.stats["dump"] == 0]
+    values = {row.stat: row.value for row in first.itertuples() if row.subname == ""}
+    sim_s, host_s = values["simSeconds"], values["hostSeconds"]
+    insts = values.get("simInsts", float("nan"))
+    return {"window_sim_s": sim_s, "window_host_s": host_s, "window_insts": insts,
+            "sim_us_per_host_s": sim_s * 1e6 / host_s, "insts_per_host_s": insts / host_s}
+
+
+def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> dict[str, Any]:
+    folder = out / name
+    inputs = gem5_inputs(name, None, None, mem_divisor)
+    try:
+        record = read_boot(folder / "boot")
+    except ValueError:
+        report = boot(inputs, folder / "boot")
+        if not report.ok:
+            return {"preset": name, "ok": False, "problems": report.problems}
+        record = read_boot(folder / "boot")
+    cpu_count = len(cpus(load_topology(name)))
+    busy_scenario(folder / "scenario", cpu_count, window_ms)
+    run = restore(inputs, folder / "boot", folder / "scenario", folder / "window",
+                  fast_forward=True, max_seconds=1.0 + window_ms / 1000)
+    row: dict[str, Any] = {"preset": name, "cpus": cpu_count,
+                           "boot_host_s": record["host_seconds"],
+                           "boot_sim_s": record["simulated_seconds"],
+                           "boot_peak_rss_gib": record["peak_rss_bytes"] / 2**30,
+                           "restore_host_s": run.host_seconds, "ok": True}
+    stats = folder / "window" / "m5out" / "stats.txt"
+    if not stats.is_file():
+        row.update(ok=False, problems=run.problems or ["no stats.txt from the window"])
+    else:
+        row.update(window_figures(stats))
+    atomic_write_text(folder / "bench.json", json.dumps(row, indent=1) + "\n")
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="*", default=sorted(preset_names()))
+    parser.add_argument("--mem-divisor", type=int, default=8)
+    parser.add_argument("--window-ms", type=float, default=5.0)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args()
+    rows = []
+    for name in args.presets:
+        print(f"== {name}", flush=True)
+        try:
+            rows.append(bench_preset(name, args.out.resolve(), args.mem_divisor,
+                                     args.window_ms))
+        except Gem5Missing as missing:
+            print(f"gem5 is not usable: {missing}", file=sys.stderr)
+            return 2
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"\n{'preset':<12} {'cpus':>4} {'boot host s':>11} {'boot sim s':>10} "
+          f"{'sim us/host s':>13} {'insts/host s':>12}")
+    for row in rows:
+        if not row.get("ok"):
+            print(f"{row['preset']:<12} FAILED: {'; '.join(row.get('problems', []))[:200]}")
+            continue
+        print(f"{row['preset']:<12} {row['cpus']:>4} {row['boot_host_s']:>11.0f} "
+              f"{row['boot_sim_s']:>10.3f} {row['sim_us_per_host_s']:>13.1f} "
+              f"{row['insts_per_host_s']:>12.3g}")
+    return 0 if all(row.get("ok") for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
