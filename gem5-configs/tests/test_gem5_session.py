@@ -1,0 +1,138 @@
+"""pimcloud gem5 boot/restore from the host side: command lines, the guest's NUMA check,
+and failures reported with their cause. A stand-in gem5 (a script writing what gem5
+would) tests the host logic here; the real boot runs when $GEM5 is set."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from pimcloud.gem5_session import (
+    Gem5Inputs,
+    boot,
+    read_boot,
+    restore,
+    restore_mode,
+)
+from pimcloud.topology import load_topology, numa_nodes, slit_distances
+
+FAKE = '''#!/usr/bin/env python3
+import json, os, sys, tarfile
+from pathlib import Path
+args = sys.argv[1:]
+out = Path(args[args.index("-d") + 1]); out.mkdir(parents=True, exist_ok=True)
+ckpt = Path(args[args.index("--checkpoint-dir") + 1])
+console = os.environ["FAKE_CONSOLE"]
+if "boot" in args:
+    if os.environ.get("FAKE_FAIL"):
+        print("panic: fake failure"); sys.exit(1)
+    ckpt.mkdir(parents=True)
+    (out / "board.pc.com_1.device").write_text(Path(console).read_text())
+    print("pimcloud: exit at tick 2000000000000 (5 s host): checkpoint")
+    sys.exit(0)
+Path(os.environ["FAKE_ARGS"]).write_text(json.dumps(args))
+(out / "board.pc.com_1.device").write_text("pimcloud-scenario-exit 0 uptime_s=3.0\\n")
+with tarfile.open(out / "results.tar", "w") as archive:
+    archive.add(Path(os.environ["FAKE_RESULT"]), arcname="answer.txt")
+print("pimcloud: exit at tick 2500000000000 (9 s host): m5_exit instruction encountered")
+'''
+
+
+def _console(topology_name: str, break_distance: bool = False) -> str:
+    topology = load_topology(topology_name)
+    slit = slit_distances(topology)
+    lines = ["pimcloud-init uptime_s=1.5", "pimcloud-clocksource hpet available=hpet,tsc"]
+    for node in numa_nodes(topology):
+        distances = list(slit[node.node_id])
+        if break_distance and node.node_id == 1:
+            distances[0] += 1
+        cpus = f"{node.cpus[0]}-{node.cpus[-1]}" if node.cpus else ""
+        kib = node.capacity // 1024
+        lines.append(f"pimcloud-node {node.node_id} cpus={cpus} present_kib={kib} "
+                     f"memtotal_kib={kib} distance={','.join(map(str, distances))}")
+    lines.append("pimcloud-ready uptime_s=2.0")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def fake_gem5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gem5Inputs:
+    gem5 = tmp_path / "gem5.opt"
+    gem5.write_text(FAKE)
+    gem5.chmod(gem5.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "vmlinux").write_text("kernel")
+    (tmp_path / "root.ext4").write_text("image")
+    monkeypatch.setenv("FAKE_ARGS", str(tmp_path / "args.json"))
+    (tmp_path / "answer.txt").write_text("42\n")
+    monkeypatch.setenv("FAKE_RESULT", str(tmp_path / "answer.txt"))
+    return Gem5Inputs(gem5, "paper", tmp_path / "vmlinux", tmp_path / "root.ext4")
+
+
+def _set_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    (tmp_path / "console.txt").write_text(text)
+    monkeypatch.setenv("FAKE_CONSOLE", str(tmp_path / "console.txt"))
+
+
+def test_boot_checks_the_guest_nodes_and_restore_returns_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_gem5: Gem5Inputs) -> None:
+    _set_console(tmp_path, monkeypatch, _console("paper"))
+    report = boot(fake_gem5, tmp_path / "ckpt-paper")
+    assert report.ok, report.problems
+    assert report.tick == 2 * 10**12 and report.clocksource == "hpet"
+    record = read_boot(tmp_path / "ckpt-paper")
+    assert record["simulated_seconds"] == 2.0 and len(record["nodes"]) == 3
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "run.sh").write_text("echo hi\n")
+    run = restore(fake_gem5, tmp_path / "ckpt-paper", scenario, tmp_path / "run",
+                  fast_forward=True, max_seconds=1.5)
+    assert run.ok, run.problems
+    assert run.results == ["answer.txt"] and run.simulated_seconds == pytest.approx(0.5)
+    args = json.loads((tmp_path / "args.json").read_text())
+    assert args[args.index("--max-seconds") + 1] == "3.500000"
+    assert "--fast-forward" in args and args[args.index("--topology") + 1] == "paper"
+
+
+def test_a_guest_layout_unlike_the_model_fails_the_boot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_gem5: Gem5Inputs) -> None:
+    _set_console(tmp_path, monkeypatch, _console("paper", break_distance=True))
+    report = boot(fake_gem5, tmp_path / "ckpt")
+    assert not report.ok
+    assert any("node 1: distances" in p for p in report.problems), report.problems
+    with pytest.raises(ValueError, match="its boot failed"):
+        read_boot(tmp_path / "ckpt")
+
+
+def test_a_failed_gem5_is_reported_with_its_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_gem5: Gem5Inputs) -> None:
+    _set_console(tmp_path, monkeypatch, "")
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    report = boot(fake_gem5, tmp_path / "ckpt")
+    assert not report.ok
+    assert any("exit 1" in p and "fake failure" in p for p in report.problems)
+    with pytest.raises(ValueError, match="pimcloud gem5 boot"):
+        read_boot(tmp_path / "nothing-here")
+
+
+def test_restore_mode_names_every_option() -> None:
+    mode = restore_mode(Path("/c"), Path("/s.tar"), max_seconds=2, stats_period="100ms")
+    assert mode == ["restore", "--checkpoint-dir", "/c", "--scenario", "/s.tar",
+                    "--max-seconds", "2.000000", "--stats-period", "100ms"]
+
+
+@pytest.mark.gem5
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("GEM5"), reason="GEM5 is not set: point it at a "
+                    "gem5.opt (v24.0.0.1, X86) built with EXTRAS=<repo>/scons-extra")
+def test_paper_boots_in_gem5_with_the_model_layout(tmp_path: Path) -> None:
+    from pimcloud.gem5_cli import gem5_inputs
+
+    inputs = gem5_inputs("paper", None, None, 8)
+    report = boot(inputs, tmp_path / "ckpt")
+    assert report.ok, report.problems
+    # gem5's TSC runs at each CPU's clock: the guest must keep time on the HPET.
+    assert report.clocksource == "hpet"
+    shutil.rmtree(tmp_path / "ckpt", ignore_errors=True)
