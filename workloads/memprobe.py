@@ -1,7 +1,9 @@
 """The memory-latency probe as a scenario: which CPU reads which node, and what it measured.
 
 ``probe_points`` picks, for a topology, the paper's three kinds of access: a host core to
-each stack, a PIM core to its own stack, and a PIM core to another stack. The scenario
+each stack, a PIM core to its own stack, and a PIM core to another stack, each with two
+chains: ``random`` (every load opens a new DRAM row: the worst case) and ``row-local``
+(a row's lines in a burst: the row-buffer hits real programs get). The scenario
 runs ``pimcloud-memprobe`` (workloads/memprobe) once for all points: set-up first (on the
 atomic cores when the gem5 run fast-forwards), then ``m5 switchcpu``, then one measured
 region per point, each bracketed by a gem5 stats reset and dump.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +52,11 @@ class ProbePoint:
     bytes: int
     cluster: str
     outer_cache: str  # stats name prefix of the last cache level this CPU reaches
+    pattern: str = "random"  # or "row-local"
 
     @property
     def argument(self) -> str:
-        return f"{self.cpu}:{self.node}:{self.bytes}"
+        return f"{self.cpu}:{self.node}:{self.bytes}:{self.pattern}"
 
 
 def _buffer_bytes(largest_cache: int) -> int:
@@ -62,9 +65,16 @@ def _buffer_bytes(largest_cache: int) -> int:
     return min(max(rounded, MIN_BUFFER_BYTES), MAX_BUFFER_BYTES)
 
 
-def probe_points(topology: Topology) -> list[ProbePoint]:
+PATTERNS = ("random", "row-local")
+
+
+def probe_points(topology: Topology, patterns: tuple[str, ...] = PATTERNS) -> list[ProbePoint]:
     """Host core to every memory node; each stack's first PIM core to its own node and
-    to the next stack's node (the paper's host, PIM-local and PIM-remote accesses)."""
+    to the next stack's node (the paper's host, PIM-local and PIM-remote accesses); the
+    whole list once per pattern."""
+    unknown = [p for p in patterns if p not in PATTERNS]
+    if unknown or not patterns:
+        raise ProbeError(f"patterns {list(patterns)}: choose from {', '.join(PATTERNS)}")
     nodes = numa_nodes(topology)
     memory_nodes = [n for n in nodes if n.capacity > 0]
     if not memory_nodes:
@@ -95,7 +105,7 @@ def probe_points(topology: Topology) -> list[ProbePoint]:
         if len(stack_nodes) > 1:
             other = stack_nodes[(i + 1) % len(stack_nodes)]
             points.append(point("pim-remote", stack.cpus[0], other.node_id))
-    return points
+    return [replace(p, pattern=pattern) for pattern in patterns for p in points]
 
 
 def scenario_script(points: list[ProbePoint], loads: int, switch_cpu: bool) -> str:
@@ -118,13 +128,14 @@ def scenario_script(points: list[ProbePoint], loads: int, switch_cpu: bool) -> s
     ])
 
 
-def write_scenario(folder: Path, topology: Topology, loads: int = 200_000,
-                   switch_cpu: bool = True, program: Path | None = None) -> list[ProbePoint]:
+def write_scenario(folder: Path, topology: Topology, loads: int = 100_000,
+                   switch_cpu: bool = True, program: Path | None = None,
+                   patterns: tuple[str, ...] = PATTERNS) -> list[ProbePoint]:
     """A scenario folder (run.sh, points.json, bin/pimcloud-memprobe) for ``topology``."""
     if loads < 1:
         raise ProbeError(f"loads must be at least 1, got {loads}")
     program = program or find_program()
-    points = probe_points(topology)
+    points = probe_points(topology, patterns)
     (folder / "bin").mkdir(parents=True, exist_ok=True)
     shutil.copy2(program, folder / "bin" / PROBE_PROGRAM)
     atomic_write_text(folder / "run.sh", scenario_script(points, loads, switch_cpu))
@@ -192,9 +203,11 @@ def probe_results(points: list[ProbePoint], guest_output: Path,
         first = 0
     rows = []
     for k, (point, seen) in enumerate(zip(points, guest, strict=True)):
-        if (seen.get("cpu"), seen.get("node")) != (point.cpu, point.node):
-            raise ProbeError(f"{guest_output}: line {k + 1} is CPU {seen.get('cpu')} -> node "
-                             f"{seen.get('node')}, expected {point.cpu} -> {point.node}")
+        got = (seen.get("cpu"), seen.get("node"), seen.get("pattern", "random"))
+        if got != (point.cpu, point.node, point.pattern):
+            raise ProbeError(f"{guest_output}: line {k + 1} is CPU {got[0]} -> node {got[1]} "
+                             f"({got[2]}), expected {point.cpu} -> {point.node} "
+                             f"({point.pattern})")
         row: dict[str, Any] = {**asdict(point), "loads": seen["loads"],
                                "guest_ns_per_load": seen["ns_per_load"],
                                "pages_on_node": seen["pages_on_node"],
@@ -212,14 +225,14 @@ def probe_results(points: list[ProbePoint], guest_output: Path,
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """A plain-text table of probe rows."""
-    header = (f"{'kind':<11} {'cpu':>4} {'node':>4} {'buffer':>8} {'gem5 ns':>8} "
+    header = (f"{'kind':<11} {'pattern':<9} {'cpu':>4} {'node':>4} {'buffer':>8} {'gem5 ns':>8} "
               f"{'guest ns':>9} {'outer hit':>9} {'on node':>8}")
     lines = [header]
     for row in rows:
         gem5_ns = row.get("gem5_ns_per_load")
         hit = row.get("outer_cache_hit_ratio")
         lines.append(
-            f"{row['kind']:<11} {row['cpu']:>4} {row['node']:>4} "
+            f"{row['kind']:<11} {row['pattern']:<9} {row['cpu']:>4} {row['node']:>4} "
             f"{row['bytes'] // (1 << 20):>6}Mi {'-' if gem5_ns is None else f'{gem5_ns:.1f}':>8}"
             f" {row['guest_ns_per_load']:>9.1f} {'-' if hit is None else f'{hit:.3f}':>9} "
             f"{row['pages_on_node']:>3}/{row['pages_checked']:<4}")

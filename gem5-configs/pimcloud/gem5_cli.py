@@ -32,8 +32,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     probe.add_argument("--checkpoint", type=Path, required=True,
                        help="a folder made by `pimcloud gem5 boot`")
     probe.add_argument("--out", type=Path, required=True)
-    probe.add_argument("--loads", type=int, default=200_000,
-                       help="dependent loads timed per point (default 200000)")
+    probe.add_argument("--loads", type=int, default=100_000,
+                       help="dependent loads timed per point (default 100000)")
     probe.add_argument("--no-fast-forward", action="store_true",
                        help="run the probe's set-up on the detailed cores too (slow)")
     probe.add_argument("--max-seconds", type=float, default=5.0,

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -27,6 +28,37 @@ inline std::vector<std::uint32_t> randomCycle(std::size_t lines, std::uint64_t s
         std::swap(order[i], order[pick(random)]);
     }
     return order;  // Sattolo: i -> order[i] is a single cycle
+}
+
+// A cycle that stays inside one DRAM row for a while: blocks of `block_lines` lines
+// (one row buffer) are visited in random order, and inside each block its lines in
+// random order. Every load still misses the caches and the prefetcher sees no stride,
+// but 1 - 1/block_lines of them hit the open row: the latency of an access with the row
+// locality real programs have, against randomCycle's closed-row worst case.
+inline std::vector<std::uint32_t> rowLocalCycle(std::size_t lines, std::size_t block_lines,
+                                                std::uint64_t seed)
+{
+    const std::size_t blocks = lines / block_lines;
+    std::mt19937_64 random(seed);
+    std::vector<std::uint32_t> block_order(blocks);
+    std::iota(block_order.begin(), block_order.end(), 0U);
+    std::shuffle(block_order.begin(), block_order.end(), random);
+    std::vector<std::uint32_t> visit;  // line indices in visiting order
+    visit.reserve(blocks * block_lines);
+    std::vector<std::uint32_t> inside(block_lines);
+    for (const std::uint32_t block : block_order) {
+        std::iota(inside.begin(), inside.end(), 0U);
+        std::shuffle(inside.begin(), inside.end(), random);
+        for (const std::uint32_t line : inside)
+            visit.push_back(static_cast<std::uint32_t>(block * block_lines + line));
+    }
+    // Lines past the last whole block are left out of the cycle: they point to themselves
+    // and are never reached from the start.
+    std::vector<std::uint32_t> next(lines);
+    std::iota(next.begin(), next.end(), 0U);
+    for (std::size_t i = 0; i < visit.size(); ++i)
+        next[visit[i]] = visit[(i + 1) % visit.size()];
+    return next;
 }
 
 // Writes the chain into `buffer` (lines * kLineBytes bytes): the first word of line i

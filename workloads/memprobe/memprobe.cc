@@ -43,6 +43,7 @@ struct Point
     int cpu = -1;
     int node = -1;
     std::size_t bytes = 0;
+    int rowLocal = -1;  // -1: as --pattern says
 };
 
 struct Options
@@ -55,6 +56,8 @@ struct Options
     bool huge = true;
     bool m5Stats = false;
     bool switchCpu = false;
+    bool rowLocal = false;        // --pattern row-local
+    std::size_t rowBytes = 2048;  // gem5's HBM_1000_4H_1x128 row buffer
 };
 
 [[noreturn]] void fail(const std::string &message)
@@ -82,20 +85,32 @@ std::uint64_t number(std::string_view flag, const char *text)
     return value * scale;
 }
 
-// CPU:NODE or CPU:NODE:BYTES.
+bool rowLocalPattern(std::string_view pattern)
+{
+    if (pattern != "random" && pattern != "row-local")
+        fail("pattern '" + std::string(pattern) + "': use random or row-local");
+    return pattern == "row-local";
+}
+
+// CPU:NODE[:BYTES[:PATTERN]].
 Point point(const char *text)
 {
     const std::string spec = text;
-    const auto first = spec.find(':');
-    const auto second = first == std::string::npos ? first : spec.find(':', first + 1);
-    if (first == std::string::npos)
-        fail("--point '" + spec + "': write CPU:NODE or CPU:NODE:BYTES, e.g. 4:1:8M");
+    std::vector<std::string> fields;
+    std::size_t from = 0;
+    for (std::size_t colon; (colon = spec.find(':', from)) != std::string::npos;
+         from = colon + 1)
+        fields.push_back(spec.substr(from, colon - from));
+    fields.push_back(spec.substr(from));
+    if (fields.size() < 2 || fields.size() > 4)
+        fail("--point '" + spec + "': write CPU:NODE[:BYTES[:PATTERN]], e.g. 4:1:8M:row-local");
     Point parsed;
-    parsed.cpu = static_cast<int>(number("--point CPU", spec.substr(0, first).c_str()));
-    parsed.node = static_cast<int>(
-        number("--point NODE", spec.substr(first + 1, second - first - 1).c_str()));
-    if (second != std::string::npos)
-        parsed.bytes = number("--point BYTES", spec.substr(second + 1).c_str());
+    parsed.cpu = static_cast<int>(number("--point CPU", fields[0].c_str()));
+    parsed.node = static_cast<int>(number("--point NODE", fields[1].c_str()));
+    if (fields.size() > 2)
+        parsed.bytes = number("--point BYTES", fields[2].c_str());
+    if (fields.size() > 3)
+        parsed.rowLocal = rowLocalPattern(fields[3]) ? 1 : 0;
     return parsed;
 }
 
@@ -125,19 +140,29 @@ Options parse(int argc, char **argv)
             options.m5Stats = true;
         else if (arg == "--switch-cpu")
             options.switchCpu = true;
+        else if (arg == "--pattern")
+            options.rowLocal = rowLocalPattern(value());
+        else if (arg == "--row-bytes")
+            options.rowBytes = number(arg, value());
         else if (arg == "--help" || arg == "-h") {
-            std::printf("usage: pimcloud-memprobe --point CPU:NODE[:BYTES] [--point ...] "
+            std::printf("usage: pimcloud-memprobe --point CPU:NODE[:BYTES[:PATTERN]] "
+                        "[--point ...] "
                         "[--bytes 32M] [--loads 200000] [--warmup-loads 20000] [--seed 1] "
-                        "[--no-huge] [--m5-stats] [--switch-cpu]\n");
+                        "[--pattern random|row-local] [--row-bytes 2048] [--no-huge] [--m5-stats] "
+                        "[--switch-cpu]\n");
             std::exit(0);
         } else
             fail("unknown argument '" + std::string(arg) + "' (see --help)");
     }
+    if (options.rowBytes < kLineBytes || options.rowBytes % kLineBytes != 0)
+        fail("--row-bytes must be a multiple of " + std::to_string(kLineBytes));
     if (options.points.empty())
         fail("name at least one --point CPU:NODE (see --help)");
     for (auto &p : options.points) {
         if (p.bytes == 0)
             p.bytes = options.bytes;
+        if (p.rowLocal < 0)
+            p.rowLocal = options.rowLocal ? 1 : 0;
         if (p.node >= 64)
             fail("node " + std::to_string(p.node) + ": nodes 0..63 are supported");
         if (p.bytes < 64 * kLineBytes || p.bytes / kLineBytes > UINT32_MAX)
@@ -237,8 +262,11 @@ Prepared prepare(const Point &point, const Options &options)
 {
     pin(point.cpu);  // fails early, before any work, on a CPU we may not use
     std::byte *buffer = bindBuffer(point, options.huge);
+    const std::size_t lines = point.bytes / kLineBytes;
     void **start = pimcloud::memprobe::linkChain(
-        buffer, pimcloud::memprobe::randomCycle(point.bytes / kLineBytes, options.seed));
+        buffer, point.rowLocal == 1 ? pimcloud::memprobe::rowLocalCycle(
+                                       lines, options.rowBytes / kLineBytes, options.seed)
+                                 : pimcloud::memprobe::randomCycle(lines, options.seed));
     const auto [on_node, known] = pagesOnNode(buffer, point.bytes, point.node);
     return {point, start, on_node, known};
 }
@@ -262,14 +290,16 @@ void measure(const Prepared &prepared, const Options &options)
     std::printf("{\"cpu\": %d, \"node\": %d, \"bytes\": %zu, \"loads\": %llu, "
                 "\"elapsed_ns\": %llu, \"ns_per_load\": %.3f, \"pages_on_node\": %zu, "
                 "\"pages_checked\": %zu, \"anon_huge_kib\": %llu, \"cpu_after\": %d, "
-                "\"m5_stats\": %s, \"end\": \"%p\"}\n",
+                "\"m5_stats\": %s, \"pattern\": \"%s\", \"end\": \"%p\"}\n",
                 prepared.point.cpu, prepared.point.node, prepared.point.bytes,
                 static_cast<unsigned long long>(options.loads),
                 static_cast<unsigned long long>(end - begin),
                 static_cast<double>(end - begin) / static_cast<double>(options.loads),
                 prepared.pagesOnNode, prepared.pagesChecked,
                 static_cast<unsigned long long>(anonHugeKib()), cpu_after,
-                options.m5Stats ? "true" : "false", static_cast<void *>(p));
+                options.m5Stats ? "true" : "false",
+                prepared.point.rowLocal == 1 ? "row-local" : "random",
+                static_cast<void *>(p));
     std::fflush(stdout);
 }
 

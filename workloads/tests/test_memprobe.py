@@ -31,20 +31,23 @@ def _program() -> Path:
 
 def test_paper_points_cover_host_pim_local_and_pim_remote() -> None:
     points = probe_points(load_topology("paper"))
-    assert [(p.kind, p.cpu, p.node) for p in points] == [
-        ("host", 0, 1), ("host", 0, 2),
-        ("pim-local", 4, 1), ("pim-remote", 4, 2),
-        ("pim-local", 12, 2), ("pim-remote", 12, 1)]
+    pairs = [("host", 0, 1), ("host", 0, 2), ("pim-local", 4, 1), ("pim-remote", 4, 2),
+             ("pim-local", 12, 2), ("pim-remote", 12, 1)]
+    assert [(p.kind, p.cpu, p.node) for p in points] == pairs * 2
+    assert [p.pattern for p in points] == ["random"] * 6 + ["row-local"] * 6
     host, pim = points[0], points[2]
     assert host.outer_cache == "board.cache_hierarchy.host_l3"
     assert host.bytes >= 8 * (8 << 20)  # well beyond the 8 MiB L3
     assert pim.outer_cache == "board.cache_hierarchy.stack0_l1d0"
     script = scenario_script(points, 1000, switch_cpu=True)
-    assert "--point 4:2:" in script and "--switch-cpu" in script and "--m5-stats" in script
+    assert "--point 4:2:4194304:row-local" in script
+    assert "--switch-cpu" in script and "--m5-stats" in script
+    with pytest.raises(ProbeError, match="choose from"):
+        probe_points(load_topology("paper"), ("zigzag",))
 
 
 def test_tiered_probes_the_ddr_node_from_the_host() -> None:
-    points = probe_points(load_topology("tiered"))
+    points = probe_points(load_topology("tiered"), ("random",))
     assert [(p.kind, p.node) for p in points if p.kind == "host"] == [
         ("host", 0), ("host", 1), ("host", 2)]
 
@@ -52,11 +55,12 @@ def test_tiered_probes_the_ddr_node_from_the_host() -> None:
 def test_the_real_probe_runs_on_this_host() -> None:
     program = _program()
     done = subprocess.run([str(program), "--point", "0:0:8M", "--point", "0:0:64K",
-                           "--loads", "200000"], capture_output=True, text=True, timeout=120,
-                          check=True)
+                           "--point", "0:0:8M:row-local", "--loads", "200000"],
+                          capture_output=True, text=True, timeout=120, check=True)
     rows = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(rows) == 2
-    big, small = rows
+    assert len(rows) == 3
+    big, small, row_local = rows
+    assert row_local["pattern"] == "row-local" and big["pattern"] == "random"
     assert big["pages_on_node"] == big["pages_checked"] > 0
     # An L1/L2-resident chain is faster than one spread over 8 MiB on any real machine.
     assert 0 < small["ns_per_load"] < big["ns_per_load"]
@@ -66,6 +70,7 @@ def test_the_real_probe_runs_on_this_host() -> None:
     (["--point", "0"], "CPU:NODE"),
     (["--point", "0:63"], "cannot bind memory to node 63"),
     (["--point", "0:0:1X"], "optional K, M or G"),
+    (["--point", "0:0:1M:zigzag"], "use random or row-local"),
     ([], "at least one --point"),
 ])
 def test_bad_probe_arguments_are_named(args: list[str], message: str) -> None:
@@ -85,7 +90,7 @@ board.cache_hierarchy.host_l3.overallMisses::total    {misses}   # overall misse
 
 
 def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
-    points = probe_points(load_topology("paper"))[:2]
+    points = probe_points(load_topology("paper"), ("random",))[:2]
     guest = tmp_path / "memprobe.jsonl"
     guest.write_text("".join(json.dumps({
         "cpu": p.cpu, "node": p.node, "loads": 1000, "ns_per_load": 70.0 + i,
@@ -102,7 +107,7 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     assert rows[1]["guest_ns_per_load"] == 71.0 and rows[0]["huge_pages"]
     assert "host" in format_table(rows)
     with pytest.raises(ProbeError, match="2 results for 3 points"):
-        probe_results(probe_points(load_topology("paper"))[:3], guest, stats)
+        probe_results(probe_points(load_topology("paper"), ("random",))[:3], guest, stats)
     guest.write_text("not json\n")
     with pytest.raises(ProbeError, match="not a JSON line"):
         probe_results(points, guest, None)

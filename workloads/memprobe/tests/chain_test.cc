@@ -25,6 +25,24 @@ TEST(MemprobeChain, RandomCycleVisitsEveryLineOnceThenReturns)
     }
 }
 
+TEST(MemprobeChain, RowLocalCycleVisitsEveryBlockLineOnceAndStaysInRows)
+{
+    const std::size_t lines = 32 * 40;
+    const auto next = rowLocalCycle(lines, 32, 5);
+    std::set<std::uint32_t> seen;
+    std::uint32_t at = next[0] == 0 ? 1 : 0;
+    const std::uint32_t start = at;
+    std::size_t row_changes = 0;
+    for (std::size_t step = 0; step < lines; ++step) {
+        EXPECT_TRUE(seen.insert(at).second) << "line " << at << " visited twice";
+        row_changes += next[at] / 32 != at / 32;
+        at = next[at];
+    }
+    EXPECT_EQ(at, start);
+    EXPECT_EQ(seen.size(), lines);
+    EXPECT_EQ(row_changes, 40U);  // one per block: every other step stays in its row
+}
+
 TEST(MemprobeChain, SeedsGiveDifferentOrdersAndTheSameSeedTheSame)
 {
     EXPECT_EQ(randomCycle(1000, 1), randomCycle(1000, 1));
