@@ -176,6 +176,11 @@ class Speech final : public Service {
     std::vector<std::string> args = {"-hmm", model_ + "/en-us",
                                      lm_ == "grammar" ? "-jsgf" : "-lm", lm_file_,
                                      "-dict", dict_file_, "-logfn", "/dev/null"};
+    if (lm_ == "grammar") {
+      // A grammar's search space is small: wide beams cost little, and with the default
+      // ones the best path of some utterances is pruned before the final state (no answer).
+      args.insert(args.end(), {"-beam", "1e-80", "-pbeam", "1e-80", "-wbeam", "1e-60"});
+    }
     args.insert(args.end(), tuning_.begin(), tuning_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
