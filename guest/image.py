@@ -38,6 +38,8 @@ PACKAGES_FILE = REPO_ROOT / "disk-images" / "packages.txt"
 INIT_DIR = REPO_ROOT / "guest" / "init"
 # Executables run on the host with the staged root as their argument (and $ROOTFS), sorted by
 # name, to lay out data sets made from registry packages.  They may `chroot "$ROOTFS" ...`.
+# A hook's line `# image-inputs: PATH...` (repository paths, files or folders) names what
+# else it reads, so that a change there rebuilds the image too.
 HOOK_DIRS = (REPO_ROOT / "disk-images" / "hooks", REPO_ROOT / "workloads" / "image-hooks")
 CMAKE_BUILD_DIR = REPO_ROOT / "build"
 SUITE = "bookworm"
@@ -142,6 +144,30 @@ def _hooks() -> list[Path]:
     hooks = [p for d in HOOK_DIRS if d.is_dir() for p in d.iterdir()
              if p.is_file() and os.access(p, os.X_OK)]
     return sorted(hooks, key=lambda p: (p.name, str(p)))
+
+
+def hook_inputs(hook: Path) -> list[Path]:
+    """The repository paths a hook declares with `# image-inputs: PATH...` lines."""
+    paths: list[Path] = []
+    for line in hook.read_bytes().decode(errors="replace").splitlines():
+        head, _, rest = line.partition("image-inputs:")
+        if rest and head.strip() == "#":
+            for name in rest.split():
+                path = (REPO_ROOT / name).resolve()
+                if not path.exists() or not path.is_relative_to(REPO_ROOT):
+                    raise ImageBuildError(f"{hook}: image input {name!r} is not a path in "
+                                          f"{REPO_ROOT}; fix its `# image-inputs:` line")
+                paths.append(path)
+    return paths
+
+
+def _hook_digest(hook: Path) -> bytes:
+    """A hook's name, its bytes and the contents of the inputs it declares."""
+    parts = [hook.name.encode(), hook.read_bytes()]
+    for path in hook_inputs(hook):
+        parts += [str(path.relative_to(REPO_ROOT)).encode(),
+                  tree_digest(path) if path.is_dir() else path.read_bytes()]
+    return _digest(parts).encode()
 
 
 def _digest(parts: Iterable[bytes]) -> str:
@@ -391,7 +417,7 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
             hooks = _hooks()
             key = _digest([base_key.encode(), tree_digest(Path(binaries)),
                            tree_digest(INIT_DIR),
-                           *(p.name.encode() + p.read_bytes() for p in hooks)])
+                           *(_hook_digest(p) for p in hooks)])
             try:
                 current = json.loads(stamp.read_text()).get("key") == key and image.exists()
             except (OSError, ValueError):

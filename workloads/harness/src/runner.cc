@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -38,6 +39,7 @@ long long ServiceArgs::option_int(const std::string& key, long long fallback) co
 
 namespace {
 
+constexpr const char* kImageDataDir = "/opt/pimcloud/workload-data";  // workloads/image_data.py
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) { g_interrupted = true; }
 
@@ -363,7 +365,7 @@ std::string usage(const std::string& app) {
   --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
   --host H --port P TCP modes
-  --data DIR        the service's data set
+  --data DIR        the data sets ($PIMCLOUD_WORKLOAD_DATA, else /opt/pimcloud/workload-data)
   --opt KEY=VALUE   a service option (repeatable)
 )";
 }
@@ -371,6 +373,12 @@ std::string usage(const std::string& app) {
 HarnessOptions parse_options(const std::string& app, const std::vector<std::string>& args) {
   HarnessOptions o;
   o.app = app;
+  // --data defaults to $PIMCLOUD_WORKLOAD_DATA, else the guest image's data sets.
+  if (const char* env = std::getenv("PIMCLOUD_WORKLOAD_DATA"); env && *env) {
+    o.service.data_dir = env;
+  } else if (std::filesystem::is_directory(kImageDataDir)) {
+    o.service.data_dir = kImageDataDir;
+  }
   bool have_rps = false, have_schedule = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
