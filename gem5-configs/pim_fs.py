@@ -1,5 +1,7 @@
 """Boot a PIM server in gem5 full system, or restore its checkpoint and run a scenario.
 
+    gem5.opt gem5-configs/pim_fs.py --topology paper --kernel vmlinux --disk rootfs.ext4 check
+
     gem5.opt [-d OUTDIR] gem5-configs/pim_fs.py --topology paper --kernel vmlinux \\
         --disk rootfs.ext4 boot --checkpoint-dir CKPT
     gem5.opt [-d OUTDIR] gem5-configs/pim_fs.py --topology paper --kernel vmlinux \\
@@ -65,12 +67,14 @@ def parse_args() -> argparse.Namespace:
     restore.add_argument("--fast-forward", action="store_true",
                          help="stay on the atomic boot cores until the guest runs "
                               "`m5 switchcpu`")
+    modes.add_parser("check", help="build and instantiate the restore board, switch to the "
+                                   "detailed cores, exit (a topology makes a valid system)")
     return parser.parse_args()
 
 
 def build_board(args: argparse.Namespace) -> PimBoard:
     topology = load_topology(args.topology).with_memory_divided(args.mem_divisor)
-    restoring = args.mode == "restore"
+    restoring = args.mode in ("restore", "check")
     processor = PimProcessor(topology, boot_model=getattr(args, "boot_cpu", "atomic"))
     board = PimBoard(topology=topology, processor=processor,
                      memory=PimStackMemory(topology),
@@ -80,7 +84,7 @@ def build_board(args: argparse.Namespace) -> PimBoard:
         kernel=KernelResource(local_path=args.kernel),
         disk_image=DiskImageResource(local_path=args.disk, root_partition=None),
         disk_device=args.root_device,
-        readfile=args.scenario if restoring else None,
+        readfile=getattr(args, "scenario", None),
         kernel_args=kernel_args.split(),
         # Record work items (one per request) instead of exiting on them.
         exit_on_work_items=False,
@@ -93,6 +97,16 @@ def run(args: argparse.Namespace) -> int:
     root = Root(full_system=True, board=board)
     board._pre_instantiate()
     started = time.time()
+    if args.mode == "check":
+        m5.instantiate()
+        board._post_instantiate()
+        board.get_processor().switch_to_detailed()  # the detailed cores take over
+        objects = sum(1 for _ in root.descendants())
+        print(f"pimcloud: check ok: {objects} SimObjects, "
+              f"{board.get_processor().get_num_cores()} CPUs, "
+              f"{len(board.get_memory().get_memory_controllers())} memory controllers",
+              flush=True)
+        return 0
     if args.mode == "restore":
         m5.instantiate(args.checkpoint_dir)
         board._post_instantiate()
