@@ -205,7 +205,8 @@ class Gem5Backend:
         command = self.checkpoints.inputs(run.topology).command(
             staging / "m5out", *restore_mode(
                 self.checkpoints.folder(key) / "ckpt", staging / "scenario.tar",
-                max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None))
+                max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None,
+                fast_forward=spec.gem5.fast_forward))
         log = staging / "gem5.log"
         done = supervise(command, log=log, host_time_s=spec.limits.host_time_s,
                          memory_bytes=spec.limits.memory_bytes)

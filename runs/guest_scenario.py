@@ -32,6 +32,13 @@ from .spec import Run
 BUILD_DIR = REPO_ROOT / "build"
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
+CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
+START_FILE = "/run/pimcloud/start"  # fast-forward: services wait for it after loading
+
+
+def fast_forwarded(run: Run, backend: str) -> bool:
+    """Whether the run's services load on the atomic cores and start after a switch."""
+    return backend == "gem5" and run.spec.gem5.fast_forward
 # Libraries every Debian root has: never shipped.
 BASE_LIBRARIES = re.compile(r"^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|"
                             r"libpthread|libdl|librt)")
@@ -93,6 +100,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         "placement": {"static": s.placement},
         "apps": apps,
         "latency": LATENCY_FILE,
+        "control": CONTROL_FILE,
         "log": f"{GUEST_RESULTS}/decisions.jsonl",
         "summary": f"{GUEST_RESULTS}/agent-summary.json",
     }
@@ -114,6 +122,12 @@ def harness_command(run: Run, index: int, backend: str) -> list[str]:
     # when every app asked, the dumps would multiply.
     if backend == "gem5" and run.spec.gem5.harness_hooks and index == 0:
         command.append("--gem5")
+    if fast_forwarded(run, backend):
+        command += ["--ready-file", f"/run/pimcloud/ready-{app.name}",
+                    "--start-file", START_FILE]
+    if run.scenario.manager != "none":
+        # The agent profiles apps it has no max loads for: the harness answers there.
+        command += ["--control-file", CONTROL_FILE]
     if app.data:
         command += ["--data", app.data]
     for key, value in sorted(app.options.items()):
@@ -172,6 +186,21 @@ def run_script(run: Run, backend: str) -> str:
                            for part in harness_command(run, index, backend))
         lines += [f'mkdir -p "$R/{app.name}"',
                   f'{command} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"']
+    if fast_forwarded(run, backend):
+        ready = " ".join(f"/run/pimcloud/ready-{app.name}" for app in run.apps)
+        lines += [
+            # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
+            f"for f in {ready}; do",
+            '  while [ ! -e "$f" ]; do',
+            '    for pid in $LC; do kill -0 $pid 2>/dev/null || { say "service pid $pid '
+            'ended before it was ready"; exit 3; }; done',
+            "    sleep 0.01",
+            "  done",
+            "done",
+            'say "services ready: switching to the detailed cores"',
+            "m5 switchcpu",
+            f"touch {START_FILE}",
+        ]
     lines += [
         "status=0",
         "for pid in $LC; do",

@@ -103,6 +103,9 @@ class Gem5Options:
     mem_divisor: int = 1
     boot_cpu: str = "atomic"
     harness_hooks: bool = True  # harness --gem5: work items and a stats dump per interval
+    # Restore on the atomic cores; switch to the detailed ones when every service has
+    # loaded its data (harness --ready-file/--start-file), so set-up costs atomic speed.
+    fast_forward: bool = True
     limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
     extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
 
@@ -363,6 +366,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         mem_divisor=g.integer("mem_divisor", 1, minimum=1),
         boot_cpu=g.choice("boot_cpu", ("atomic", "kvm"), "atomic"),
         harness_hooks=_boolean(g, "harness_hooks", True),
+        fast_forward=_boolean(g, "fast_forward", True),
         limit_margin=g.number("limit_margin", 1.0) or 0.0,
         extra_args=g.strings("extra_args"))
     g.finish()

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from pimcloud.runs.guest_scenario import (
+    START_FILE,
     AgentConfigError,
     check_agent_config,
+    harness_command,
     program_candidates,
     run_script,
 )
@@ -45,3 +47,32 @@ def test_host_agent_rejects_a_bad_config(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"policy": "pimcloud-typo", "apps": []}))
     with pytest.raises(AgentConfigError, match="pimcloud-agent check failed"):
         check_agent_config(bad)
+
+
+def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    spec = load_spec(write_spec())
+    run = next(r for r in spec.runs() if r.scenario.manager == "pimcloud")
+    command = harness_command(run, 0, "gem5")
+    assert command[command.index("--start-file") + 1] == START_FILE
+    assert "--control-file" in command  # the agent's profiling requests are answered
+    assert "--start-file" not in harness_command(run, 0, "qemu")
+    script = run_script(run, "gem5")
+    # Run the barrier with the real m5 command (native backend: a logged no-op): the
+    # services' ready files exist, so it switches and creates the start file.
+    m5 = program_candidates("m5")
+    if not m5:
+        pytest.skip("the m5 command is not built (make cxx)")
+    barrier = script[script.index("for f in /run/pimcloud/ready-"):script.index("status=0")]
+    barrier = barrier.replace("/run/pimcloud", str(tmp_path))
+    for app in run.apps:
+        (tmp_path / f"ready-{app.name}").write_text("1\n")
+    probe = tmp_path / "barrier.sh"
+    probe.write_text('say() { echo "pimcloud-run $*"; }\nsleep 5 &\nLC=$!\n' + barrier)
+    done = subprocess.run(["sh", str(probe)], capture_output=True, text=True, check=False,
+                          timeout=30, env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
+                                           "PIMCLOUD_BACKEND": "native"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "switching to the detailed cores" in done.stdout
+    assert "switchcpu" in done.stderr  # m5 logged the op it would run in gem5
+    assert (tmp_path / "start").exists()

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -364,6 +365,8 @@ std::string usage(const std::string& app) {
   --check-every N   check every Nth answer (0 = never)
   --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
+  --ready-file F    create F once the service has loaded its data
+  --start-file F    then wait for F to exist before generating any load
   --host H --port P TCP modes
   --data DIR        the data sets ($PIMCLOUD_WORKLOAD_DATA, else /opt/pimcloud/workload-data)
   --opt KEY=VALUE   a service option (repeatable)
@@ -401,6 +404,8 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--tids-file") o.tids_file = value();
     else if (flag == "--control-socket") o.control_socket = value();
     else if (flag == "--control-file") o.control_file = value();
+    else if (flag == "--ready-file") o.ready_file = value();
+    else if (flag == "--start-file") o.start_file = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
     else if (flag == "--gem5") o.gem5 = true;
     else if (flag == "--log-answers") o.log_answers = true;
@@ -435,6 +440,16 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
   return o;
 }
 
+bool wait_for_start(const HarnessOptions& o) {
+  if (!o.ready_file.empty()) atomic_write(o.ready_file, std::to_string(getpid()) + "\n");
+  if (o.start_file.empty()) return true;
+  while (!std::filesystem::exists(o.start_file)) {
+    if (g_interrupted) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 int harness_main(const std::string& app, ServiceFactory factory, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
@@ -452,6 +467,11 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
   std::signal(SIGTERM, on_signal);
   try {
     auto service = factory(options.service);
+    if (!wait_for_start(options)) {
+      std::cerr << "pimcloud-" << app << ": interrupted while waiting for "
+                << options.start_file << '\n';
+      return 1;
+    }
     if (options.mode == "server") {
       run_server(*service, options);
       std::cout << service->finish() << std::endl;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -155,4 +157,29 @@ TEST(Runner, BadOptionsAreNamed) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--threads"), std::string::npos);
   }
+}
+
+TEST(Runner, WaitsForTheStartFileAfterSayingItIsReady) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("harness-start-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  HarnessOptions o = parse_options("x", {"--rps", "10", "--seconds", "1", "--ready-file",
+                                         (dir / "ready").string(), "--start-file",
+                                         (dir / "go").string()});
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] { returned = wait_for_start(o); });
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir / "ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir / "ready"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(returned) << "returned before the start file existed";
+  std::ofstream(dir / "go") << "";
+  waiter.join();
+  EXPECT_TRUE(returned);
+  std::ifstream ready(dir / "ready");
+  pid_t pid = 0;
+  ready >> pid;
+  EXPECT_EQ(pid, getpid());
+  std::filesystem::remove_all(dir);
 }

@@ -28,6 +28,9 @@ struct HarnessOptions {
   std::string control_socket; // UNIX datagram socket the harness binds for commands
   std::string control_file;   // the agent's JSON-lines control file: answer its profile
                               // requests for this app (profiling.h)
+  std::string ready_file;     // created once the service has loaded its data...
+  std::string start_file;     // ...then the harness waits for this file before any load
+                              // (a gem5 run switches to detailed cores in between)
   std::uint64_t interval_ns = 100'000'000;
   bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
   long long check_every = 0;  // check every Nth answer (0 = never)
@@ -56,6 +59,10 @@ struct RunResult {
 // Runs one experiment. Integrated: generator and workers in this process. "tcp": the same
 // over a loopback connection inside this process. "client" connects to a "server".
 RunResult run(Service& service, const HarnessOptions& options);
+// Creates options.ready_file (with our pid) if set, then waits until options.start_file
+// exists (if set) or SIGINT/SIGTERM; returns false when interrupted.
+bool wait_for_start(const HarnessOptions& options);
+
 // "server": serves one client's requests over TCP until it disconnects.
 void run_server(Service& service, const HarnessOptions& options);
 
