@@ -92,6 +92,9 @@ def agent_config(run: Run) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": app.name, "threads": app.threads or s.threads}
         if app.qos_ns is not None:
             entry["qos_ms"] = app.qos_ns / 1e6
+        if app.max_rps_host_core is not None and app.max_rps_pim_core is not None:
+            entry["max_rps_host"] = app.max_rps_host_core
+            entry["max_rps_pim"] = app.max_rps_pim_core
         apps.append(entry)
     return {
         "policy": s.manager,

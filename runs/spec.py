@@ -68,6 +68,10 @@ class AppSpec:
     threads: int | None = None  # harness workers (default: the scenario's threads)
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
     data: str | None = None  # the service's data set in the guest (harness --data)
+    # Max RPS on one host core and on one PIM core (the manager's R = host / pim): given,
+    # the manager skips profiling the app (which costs simulated time in gem5).
+    max_rps_host_core: float | None = None
+    max_rps_pim_core: float | None = None
 
 
 @dataclass(frozen=True)
@@ -442,11 +446,18 @@ def _parse_apps(table: _Table) -> dict[str, AppSpec]:
         threads = t.raw("threads")
         if threads is not None:
             t.integer("threads", 1, minimum=1)
-        max_rps = t.number("max_rps", None)
-        if max_rps is not None and max_rps <= 0:
-            raise t.error("max_rps", max_rps, "must be greater than zero")
-        apps[name] = AppSpec(name, max_rps, qos_ns, threads,
-                             {str(k): str(v) for k, v in options.items()}, data)
+        rates = {}
+        for key in ("max_rps", "max_rps_host_core", "max_rps_pim_core"):
+            rates[key] = t.number(key, None)
+            if rates[key] is not None and rates[key] <= 0:
+                raise t.error(key, rates[key], "must be greater than zero")
+        if (rates["max_rps_host_core"] is None) != (rates["max_rps_pim_core"] is None):
+            raise t.error("max_rps_host_core", rates["max_rps_host_core"],
+                          "give max_rps_host_core and max_rps_pim_core together (their "
+                          "ratio is the manager's R), or neither to let it profile")
+        apps[name] = AppSpec(name, rates["max_rps"], qos_ns, threads,
+                             {str(k): str(v) for k, v in options.items()}, data,
+                             rates["max_rps_host_core"], rates["max_rps_pim_core"])
         t.finish()
     return apps
 

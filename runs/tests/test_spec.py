@@ -113,3 +113,16 @@ def test_shipped_specs_are_valid() -> None:
 def test_run_ids_are_folder_names() -> None:
     assert run_id_of({"apps": ["a", "b"], "rps": {"a": 1.5, "b": 2}}) == "apps-a+b_rps-a1.5+b2"
     assert "/" not in run_id_of({"topology": "/x/y.toml"})
+
+
+def test_per_core_max_rps_reach_the_agent_config_or_are_refused_alone() -> None:
+    from pimcloud.runs.guest_scenario import agent_config
+
+    spec = spec_of(base=BASE.replace('qos = "1ms"', 'qos = "1ms"\nmax_rps_host_core = 900\n'
+                                     'max_rps_pim_core = 300'))
+    run = spec.runs()[0]  # type: ignore[attr-defined]
+    entry = agent_config(run)["apps"][0]
+    assert (entry["max_rps_host"], entry["max_rps_pim"]) == (900, 300)
+    assert "max_rps_host" not in agent_config(spec_of().runs()[0])["apps"][0]  # type: ignore[attr-defined]
+    message = error_of(BASE.replace('qos = "1ms"', 'qos = "1ms"\nmax_rps_host_core = 900'))
+    assert "apps.kvstore.max_rps_host_core" in message and "together" in message
