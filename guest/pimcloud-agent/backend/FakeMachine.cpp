@@ -194,7 +194,7 @@ LatencyBatch FakeLatencySource::poll() {
   b.events = std::move(events_);
   events_.clear();
   for (const std::string& name : machine_->apps()) {
-    if (machine_->appCpus.count(name)) b.stats[name] = machine_->sample(name, tNs_);
+    if (machine_->appCpus.count(name)) b.add(name, machine_->sample(name, tNs_));
   }
   return b;
 }

@@ -63,12 +63,30 @@ bool parseLatencyLine(const std::string& line, std::uint64_t lineNo, LatencyBatc
   s.count = static_cast<std::uint64_t>(num("count"));
   s.rps = num("rps");
   s.pid = static_cast<int>(num("pid"));
+  s.intervalNs = static_cast<std::int64_t>(num("interval_ns"));
+  if (j.contains("profile")) {
+    // The request's t_ns is matched exactly: read it as an integer, not through a double.
+    const json& p = j["profile"];
+    s.marksProfiles = true;
+    if (p.is_object() && p.contains("t_ns") && p["t_ns"].is_number_integer()) {
+      ProfileMarker m;
+      m.tNs = p["t_ns"].get<std::int64_t>();
+      m.cpu = p.contains("cpu") && p["cpu"].is_number_integer() ? p["cpu"].get<int>() : -1;
+      m.coreType = p.contains("core_type") && p["core_type"].is_string()
+                       ? p["core_type"].get<std::string>()
+                       : "";
+      s.profile = m;
+    } else if (!p.is_null()) {
+      return fail("field \"profile\" must be null or an object with an integer \"t_ns\" "
+                  "(the profile request, as workloads/harness publishes it)");
+    }
+  }
   if (j.contains("tids") && j["tids"].is_array()) {
     for (const auto& t : j["tids"]) {
       if (t.is_number_integer()) s.tids.push_back(t.get<int>());
     }
   }
-  batch.stats[app] = s;
+  batch.add(app, s);
   return true;
 }
 

@@ -1,7 +1,8 @@
 // The agent's side of the harness's live statistics (workloads/harness, live_stats.h).
 // One JSON object per line or per datagram; fields the agent does not use are ignored:
 //   {"app":"xapian","pid":300,"t_ns":1200000000,"p99_ns":4100000,"mean_ns":900000,
-//    "count":812,"rps":8120,"tids":[301,302],...}                   one 100 ms interval
+//    "count":812,"rps":8120,"tids":[301,302],"interval_ns":100000000,
+//    "profile":{"t_ns":1100000000,"cpu":0,"core_type":"host"},...}   one 100 ms interval
 //   {"event":"start","app":"xapian","pid":300,"qos_ns":5000000,
 //    "max_rps_host":2500,"max_rps_pim":900,"threads":20}          an LC app arrives
 //   {"event":"exit","app":"xapian"}                                  an LC app leaves
@@ -9,7 +10,8 @@
 // a FIFO, without blocking; a partial last line waits for the rest. SocketLatencySource
 // binds a UNIX datagram socket the harness sends each line to (--stats-socket).
 // The start/exit lines are optional: apps may instead be listed in the config, and their
-// pid is then learnt from the stats lines.
+// pid is then learnt from the stats lines. "profile" is null outside the harness's
+// profiling windows and absent from harnesses that do not mark them.
 #pragma once
 
 #include <map>
@@ -32,7 +34,15 @@ struct AppEvent {
 struct LatencyBatch {
   std::vector<AppEvent> events;                   // in arrival order, before the stats
   std::map<std::string, IntervalStats> stats;     // latest interval per app
+  // Every interval per app, in arrival order: a poll can bring several (a late tick, a
+  // harness with a shorter interval), and profiling wants the largest of them.
+  std::map<std::string, std::vector<IntervalStats>> lines;
   std::vector<std::string> errors;                // malformed lines, with line number
+
+  void add(const std::string& app, const IntervalStats& s) {
+    stats[app] = s;
+    lines[app].push_back(s);
+  }
 };
 
 class LatencySource {

@@ -22,15 +22,29 @@ struct AppSpec {
   double preference() const { return maxRpsPim > 0 ? maxRpsHost / maxRpsPim : 0.0; }  // R_i
 };
 
+// The profile request a live-statistics line was measured for, as the harness echoes it
+// in the line's "profile" field (workloads/harness, profiling.h): the request's own t_ns,
+// cpu and core_type.
+struct ProfileMarker {
+  std::int64_t tNs = 0;
+  int cpu = -1;
+  std::string coreType;
+};
+
 // One monitoring interval of one app, as the harness publishes it.
 struct IntervalStats {
-  std::int64_t tNs = 0;
+  std::int64_t tNs = 0;         // end of the interval
+  std::int64_t intervalNs = 0;  // its length (0 = not given)
   double p99Ns = 0;
   double meanNs = 0;
   std::uint64_t count = 0;  // completed requests in the interval
   double rps = 0;
   std::vector<int> tids;    // worker thread ids (may be empty)
   int pid = 0;              // the service process (0 = not given)
+  // A harness that marks profiling windows sends "profile" on every line: the request
+  // whose window holds the whole interval, or null. Older harnesses send no such field.
+  bool marksProfiles = false;
+  std::optional<ProfileMarker> profile;
 };
 
 // What the engine hands a policy every interval.
