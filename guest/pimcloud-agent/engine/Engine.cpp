@@ -132,9 +132,48 @@ void Engine::appGone(std::int64_t tNs, AppId id, const std::string& why) {
   applied_.appCpus.erase(id);
 }
 
-void Engine::profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStats* stats) {
-  if (stats != nullptr) rt.maxRps = std::max(rt.maxRps, stats->rps);
-  if (rt.profilePhase != 0 && tNs < rt.profileUntil) return;
+bool ProfileWindow::names(const ProfileMarker& m) const {
+  return m.tNs == tNs && m.cpu == cpu && m.coreType == toString(type);
+}
+
+std::string ProfileWindow::how() const {
+  std::string out;
+  if (markedLines > 0) out = std::to_string(markedLines) + " lines marked with its request";
+  if (unmarkedLines > 0) {
+    out += (out.empty() ? "" : " + ") + std::to_string(unmarkedLines) +
+           " unmarked lines after its request (the harness marks no profile windows)";
+  }
+  if (!out.empty()) return out;
+  return harnessMarks ? "no line marked with its request: does the harness read the agent's "
+                        "control file (--control-file)?"
+                      : "no line measured its window";
+}
+
+void Engine::countProfileLine(Runtime& rt, const IntervalStats& s) const {
+  if (rt.profiles.empty()) return;
+  if (s.marksProfiles) {
+    rt.profiles.back().harnessMarks = true;
+    // Any of the app's requests, so a line for the host window that arrives after the PIM
+    // request still counts for the host.
+    if (!s.profile) return;
+    for (ProfileWindow& w : rt.profiles) {
+      if (!w.names(*s.profile)) continue;
+      w.maxRps = std::max(w.maxRps, s.rps);
+      ++w.markedLines;
+    }
+    return;
+  }
+  ProfileWindow& w = rt.profiles.back();
+  const std::int64_t length = s.intervalNs > 0 ? s.intervalNs : options_.intervalNs;
+  if (s.tNs - length < w.tNs) return;  // began before the request: not all saturated
+  w.maxRps = std::max(w.maxRps, s.rps);
+  ++w.unmarkedLines;
+}
+
+void Engine::profile(std::int64_t tNs, AppId id, Runtime& rt,
+                     const std::vector<IntervalStats>& lines) {
+  for (const IntervalStats& s : lines) countProfileLine(rt, s);
+  if (rt.profilePhase != 0 && tNs < rt.profiles.back().untilNs) return;
   auto firstCpu = [this](CoreType type) {
     for (int cpu : applied_.beCpus) {
       const int core = topology_->coreByCpu(cpu);
@@ -152,29 +191,36 @@ void Engine::profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStat
     json j{{"t_ns", tNs}, {"event", "profile"},   {"app", rt.spec.name},
            {"core_type", toString(type)}, {"cpu", cpu}, {"duration_ms", options_.profileNs / 1'000'000}};
     control(j.dump());
-    rt.maxRps = 0;
-    rt.profileUntil = tNs + options_.profileNs;
+    ProfileWindow w;
+    w.type = type;
+    w.cpu = cpu;
+    w.tNs = tNs;
+    w.untilNs = tNs + options_.profileNs;
+    rt.profiles.push_back(w);
     return true;
   };
   if (rt.profilePhase == 0) {
     rt.profilePhase = 1;
+    rt.profiles.clear();
     if (!begin(CoreType::Host)) appGone(tNs, id, "exited while being profiled");
     return;
   }
   if (rt.profilePhase == 1) {
-    rt.spec.maxRpsHost = rt.maxRps;
     rt.profilePhase = 2;
     if (!begin(CoreType::Pim)) appGone(tNs, id, "exited while being profiled");
     return;
   }
-  rt.spec.maxRpsPim = rt.maxRps;
+  const ProfileWindow& host = rt.profiles.front();
+  const ProfileWindow& pim = rt.profiles.back();
+  rt.spec.maxRpsHost = host.maxRps;
+  rt.spec.maxRpsPim = pim.maxRps;
   rt.profilePhase = 0;
   json j{{"t_ns", tNs}, {"event", "profile-done"}, {"app", rt.spec.name},
          {"max_rps_host", rt.spec.maxRpsHost}, {"max_rps_pim", rt.spec.maxRpsPim}};
   control(j.dump());
   std::ostringstream reason;
-  reason << "max RPS host " << rt.spec.maxRpsHost << ", PIM " << rt.spec.maxRpsPim
-         << ", R=" << rt.spec.preference();
+  reason << "max RPS host " << rt.spec.maxRpsHost << " (" << host.how() << "), PIM "
+         << rt.spec.maxRpsPim << " (" << pim.how() << "), R=" << rt.spec.preference();
   Decision d;
   d.tNs = tNs;
   d.event = "profile";
@@ -231,8 +277,9 @@ void Engine::tick(std::int64_t tNs) {
     Runtime& rt = it->second;
     const bool known = rt.spec.maxRpsHost > 0 && rt.spec.maxRpsPim > 0;
     if (!known) {
-      auto st = batch.stats.find(rt.spec.name);
-      profile(tNs, id, rt, st == batch.stats.end() ? nullptr : &st->second);
+      static const std::vector<IntervalStats> kNone;
+      auto lines = batch.lines.find(rt.spec.name);
+      profile(tNs, id, rt, lines == batch.lines.end() ? kNone : lines->second);
       if (apps_.count(id) == 0) continue;  // gone while being profiled
       if (rt.profilePhase != 0) continue;
     }

@@ -53,6 +53,25 @@ struct EngineOptions {
   StaticPlacement staticPlacement = StaticPlacement::Concentrated;
 };
 
+// One profile request and what the live statistics said about it. A line counts for the
+// request when the harness's marker names it (exact: the harness marks only lines whose
+// whole interval lies in the saturation window). A harness that marks no windows gets the
+// fallback: a line read while the request is the app's latest whose interval began at or
+// after the request (its length is taken as one agent interval when the line has none).
+struct ProfileWindow {
+  CoreType type = CoreType::Host;
+  int cpu = -1;
+  std::int64_t tNs = 0;     // the request's t_ns: the harness echoes it in its marker
+  std::int64_t untilNs = 0;
+  double maxRps = 0;
+  int markedLines = 0;      // lines whose marker names this request
+  int unmarkedLines = 0;    // fallback: lines without a marker, wholly after tNs
+  bool harnessMarks = false;  // lines read while this was the latest request had markers
+
+  bool names(const ProfileMarker& m) const;
+  std::string how() const;  // which lines the maximum came from, for the decision log
+};
+
 class Engine {
  public:
   Engine(const Topology& topology, Policy& policy, Machine& machine, LatencySource& source,
@@ -80,13 +99,13 @@ class Engine {
     bool concentrated = false;
     // Profiling (IV-D1): max RPS on one host core, then on one PIM core.
     int profilePhase = 0;  // 0 none, 1 host, 2 pim
-    std::int64_t profileUntil = 0;
-    double maxRps = 0;
+    std::vector<ProfileWindow> profiles;  // the requests made so far: host, then PIM
   };
 
   Observation observe(std::int64_t tNs, const LatencyBatch& batch);
   void handleEvents(std::int64_t tNs, const LatencyBatch& batch);
-  void profile(std::int64_t tNs, AppId id, Runtime& rt, const IntervalStats* stats);
+  void profile(std::int64_t tNs, AppId id, Runtime& rt, const std::vector<IntervalStats>& lines);
+  void countProfileLine(Runtime& rt, const IntervalStats& s) const;
   void apply(std::int64_t tNs);
   void place(Decision& d);
   void concentrate(std::int64_t tNs);

@@ -256,6 +256,34 @@ TEST(LatencySource, ParsesStatsAndEventsAndNamesBadLines) {
   EXPECT_NE(b.errors[2].find("qos_ns"), std::string::npos);
 }
 
+TEST(LatencySource, ParsesTheProfileMarkerAndIntervalLength) {
+  LatencyBatch b;
+  // 2^53 + 1: a t_ns a double cannot hold; the marker must name the request exactly.
+  EXPECT_TRUE(parseLatencyLine(
+      R"({"app":"x","t_ns":7,"interval_ns":90000000,"p99_ns":1,"count":1,"rps":10,)"
+      R"("profile":{"t_ns":9007199254740993,"cpu":3,"core_type":"pim"}})", 1, b));
+  EXPECT_TRUE(parseLatencyLine(R"({"app":"x","t_ns":8,"p99_ns":1,"count":1,"profile":null})", 2,
+                               b));
+  EXPECT_TRUE(parseLatencyLine(R"({"app":"x","t_ns":9,"p99_ns":1,"count":1})", 3, b));
+  EXPECT_FALSE(parseLatencyLine(R"({"app":"x","t_ns":9,"p99_ns":1,"count":1,"profile":"pim"})",
+                                4, b));
+  ASSERT_EQ(b.lines["x"].size(), 3U);  // every line, in order
+  const IntervalStats& marked = b.lines["x"][0];
+  EXPECT_EQ(marked.intervalNs, 90'000'000);
+  EXPECT_TRUE(marked.marksProfiles);
+  ASSERT_TRUE(marked.profile.has_value());
+  EXPECT_EQ(marked.profile->tNs, 9007199254740993LL);
+  EXPECT_EQ(marked.profile->cpu, 3);
+  EXPECT_EQ(marked.profile->coreType, "pim");
+  EXPECT_TRUE(b.lines["x"][1].marksProfiles);  // null: outside every window
+  EXPECT_FALSE(b.lines["x"][1].profile.has_value());
+  EXPECT_FALSE(b.lines["x"][2].marksProfiles);  // an older harness
+  EXPECT_EQ(b.lines["x"][2].intervalNs, 0);
+  EXPECT_EQ(b.stats["x"].tNs, 9);  // the latest
+  ASSERT_EQ(b.errors.size(), 1U);
+  EXPECT_NE(b.errors[0].find("\"profile\""), std::string::npos) << b.errors[0];
+}
+
 TEST(LatencySource, FileKeepsAPartialLineForTheNextPoll) {
   char path[] = "/tmp/pimcloud-latency-XXXXXX";
   const int fd = mkstemp(path);
@@ -399,6 +427,167 @@ TEST(EnginePlacement, ReplicationRequestReachesTheServiceControlSocket) {
   EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), "replicate 2");
   close(fd);
   unlink(sock.c_str());
+}
+
+
+// An app without a profile, a scripted harness, and the agent's requests as they go out.
+struct ProfilingRig {
+  static constexpr std::int64_t kT0 = 1'000'000'000;
+  static constexpr std::int64_t kInterval = 100'000'000;
+  Topology t = Topology::paper();
+  FakeMachine m{t};
+  ScriptedSource src;
+  DecisionLog log;
+  RecordingControl control;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<Engine> engine;
+  std::int64_t now = kT0;
+
+  ProfilingRig() {
+    PolicyContext ctx{&t, {}};
+    policy = PolicyRegistry::create("pimcloud", ctx);
+    engine = std::make_unique<Engine>(t, *policy, m, src, log, &control, EngineOptions{});
+    AppSpec spec;
+    spec.name = "svc";
+    spec.qosNs = 1e7;
+    engine->addApp(spec, 4242);
+    engine->tick(now);  // the host request, at kT0
+  }
+  // The n-th profile request the agent wrote (0 host, 1 PIM), as the harness echoes it.
+  ProfileMarker request(std::size_t n) const {
+    std::size_t seen = 0;
+    for (const std::string& line : control.lines) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["event"] != "profile" || seen++ != n) continue;
+      return {j["t_ns"].get<std::int64_t>(), j["cpu"].get<int>(),
+              j["core_type"].get<std::string>()};
+    }
+    ADD_FAILURE() << "no profile request " << n;
+    return {};
+  }
+  static IntervalStats line(std::int64_t endNs, double rps, std::int64_t intervalNs = kInterval) {
+    IntervalStats s;
+    s.tNs = endNs;
+    s.intervalNs = intervalNs;
+    s.rps = rps;
+    s.count = 1;
+    s.p99Ns = 1e6;
+    return s;
+  }
+  static IntervalStats marked(std::int64_t endNs, double rps, std::optional<ProfileMarker> m) {
+    IntervalStats s = line(endNs, rps);
+    s.marksProfiles = true;
+    s.profile = std::move(m);
+    return s;
+  }
+  // One interval later, the harness having published `lines` since the last poll.
+  void tick(const std::vector<IntervalStats>& lines = {}) {
+    LatencyBatch b;
+    for (const IntervalStats& s : lines) b.add("svc", s);
+    src.batches.push_back(b);
+    now += kInterval;
+    engine->tick(now);
+  }
+  const Decision* profiled() const {
+    for (const Decision& x : log.history()) {
+      if (x.event == "profile") return &x;
+    }
+    return nullptr;
+  }
+};
+
+TEST(EngineProfiling, CountsOnlyLinesWhoseMarkerNamesTheRequest) {
+  ProfilingRig r;
+  const ProfileMarker host = r.request(0);
+  EXPECT_EQ(host.tNs, ProfilingRig::kT0);
+  EXPECT_EQ(host.coreType, "host");
+  ProfileMarker earlier = host;  // an earlier run's request, still in the harness's file
+  earlier.tNs -= 1;
+  ProfileMarker otherCpu = host;
+  otherCpu.cpu += 1;
+  r.tick({ProfilingRig::marked(r.now + 90'000'000, 300, host),
+          ProfilingRig::marked(r.now + 95'000'000, 9000, std::nullopt),  // outside the window
+          ProfilingRig::marked(r.now + 96'000'000, 8000, earlier),
+          ProfilingRig::marked(r.now + 97'000'000, 7000, otherCpu)});
+  r.tick({ProfilingRig::marked(r.now + 90'000'000, 310, host)});
+  r.tick();
+  r.tick();
+  r.tick();  // kT0 + 500 ms: the PIM request
+  const ProfileMarker pim = r.request(1);
+  EXPECT_EQ(pim.tNs, ProfilingRig::kT0 + 500'000'000);
+  EXPECT_EQ(pim.coreType, "pim");
+  // The host window's last line arrives late, inside the PIM window: it is still the host's.
+  r.tick({ProfilingRig::marked(r.now - 10'000'000, 320, host),
+          ProfilingRig::marked(r.now + 90'000'000, 100, pim)});
+  for (int i = 0; i < 4; ++i) r.tick();
+  const Decision* d = r.profiled();
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("max RPS host 320 (3 lines marked with its request)"),
+            std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("PIM 100 (1 lines marked with its request)"), std::string::npos)
+      << d->reason;
+  EXPECT_NE(d->reason.find("R=3.2"), std::string::npos) << d->reason;
+  const auto done = nlohmann::json::parse(r.control.lines.back());
+  EXPECT_EQ(done["event"], "profile-done");
+  EXPECT_EQ(done["max_rps_host"], 320);
+  EXPECT_EQ(done["max_rps_pim"], 100);
+}
+
+TEST(EngineProfiling, WithoutMarkersCountsLinesWhollyAfterTheRequest) {
+  ProfilingRig r;
+  // An older harness: no "profile" field. A line that began before the request mixes in
+  // unsaturated time; one without interval_ns is taken as one agent interval long.
+  r.tick({ProfilingRig::line(r.now + 50'000'000, 5000),
+          ProfilingRig::line(r.now + 100'000'000, 300),
+          ProfilingRig::line(r.now + 100'000'000, 290, 0)});
+  for (int i = 0; i < 4; ++i) r.tick();
+  ASSERT_EQ(r.request(1).tNs, ProfilingRig::kT0 + 500'000'000);
+  // The host window's last line, read after the PIM request: not the PIM core's.
+  r.tick({ProfilingRig::line(r.now + 20'000'000, 310),
+          ProfilingRig::line(r.now + 100'000'000, 100)});
+  for (int i = 0; i < 4; ++i) r.tick();
+  const Decision* d = r.profiled();
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("max RPS host 300 (2 unmarked lines after its request (the harness "
+                           "marks no profile windows))"),
+            std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("PIM 100 (1 unmarked lines"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("R=3"), std::string::npos) << d->reason;
+}
+
+TEST(EngineProfiling, TakesTheLargestOfSeveralLinesInOnePoll) {
+  ProfilingRig r;
+  const ProfileMarker host = r.request(0);
+  r.tick();
+  r.tick();
+  r.tick();
+  r.tick();
+  // A late tick: three lines at once, the largest not the latest.
+  r.tick({ProfilingRig::marked(r.now - 300'000'000, 250, host),
+          ProfilingRig::marked(r.now - 200'000'000, 300, host),
+          ProfilingRig::marked(r.now - 100'000'000, 280, host)});
+  const ProfileMarker pim = r.request(1);
+  for (int i = 0; i < 4; ++i) r.tick();
+  r.tick({ProfilingRig::marked(r.now - 200'000'000, 90, pim),
+          ProfilingRig::marked(r.now - 100'000'000, 120, pim),
+          ProfilingRig::marked(r.now, 95, pim)});
+  const Decision* d = r.profiled();
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("max RPS host 300 (3 lines"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("PIM 120 (3 lines"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("R=2.5"), std::string::npos) << d->reason;
+}
+
+TEST(EngineProfiling, SaysWhenAMarkingHarnessAnsweredNoRequest) {
+  ProfilingRig r;
+  // A harness started without --control-file marks every line null.
+  for (int i = 0; i < 10; ++i) {
+    r.tick({ProfilingRig::marked(r.now + 90'000'000, 20, std::nullopt)});
+  }
+  const Decision* d = r.profiled();
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("--control-file"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("R taken as 1"), std::string::npos) << d->reason;
 }
 
 }  // namespace
