@@ -81,5 +81,7 @@ def test_the_agent_reads_the_saturated_throughput_of_each_core(
     assert [w["request"]["t_ns"] for w in windows] == [r["t_ns"] for r in asked]
     for window, key in zip(windows, ("max_rps_host", "max_rps_pim"), strict=True):
         assert window["intervals"] >= 3 and window["max_rps"] > 5 * OFFERED_RPS, window
+        # The agent counts exactly the lines the harness marked with its request.
+        assert done[0][key] == pytest.approx(window["max_rps"], rel=1e-3), (done, window)
         print(f"{key}: agent read {done[0][key]:.1f}, harness window max "
               f"{window['max_rps']:.1f} over {window['intervals']} intervals")
