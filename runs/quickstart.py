@@ -8,10 +8,12 @@ missing (each is cached), runs the campaign locally, collects it, writes the rep
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from .campaign import choose_backend, prepare_campaign
-from .spec import CAMPAIGN_DIR
+from .layout import DEFAULT_OUT, CampaignDir
+from .spec import CAMPAIGN_DIR, load_spec
 
 BANNER = """\
 +----------------------------------------------------------------------------+
@@ -20,6 +22,23 @@ BANNER = """\
 | timing model: latencies, loads and every figure in this report are NOT
 | architectural.  Set GEM5 to a gem5.opt built with scons-extra for real results.
 +----------------------------------------------------------------------------+"""
+
+
+def set_aside_older_quickstart(spec_path: Path) -> None:
+    """The default quickstart folder made by an older version of the spec (the bundle was
+    updated) is renamed, not reused and not deleted, so the new campaign starts clean."""
+    spec = load_spec(spec_path)
+    folder = CampaignDir(DEFAULT_OUT / spec.name)
+    if not folder.record_path.is_file():
+        return
+    old_hash = folder.read_record().get("spec_hash")
+    if old_hash == spec.spec_hash:
+        return
+    kept = folder.root.with_name(f"{folder.root.name}.spec-{old_hash}")
+    if kept.exists():
+        kept = kept.with_name(f"{kept.name}-{int(time.time())}")
+    folder.root.rename(kept)
+    print(f"quickstart: {folder.root} held a campaign of an older spec; kept it as {kept}")
 
 
 def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
@@ -36,6 +55,8 @@ def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
         spec = CAMPAIGN_DIR / "quickstart-qemu.toml"
         why = "GEM5 is not set" if backend == "auto" else f"--backend {backend}"
         print(BANNER.format(why=why))
+    if out is None:
+        set_aside_older_quickstart(spec)
     campaign = prepare_campaign(spec, out, chosen)
     status = execute(campaign, "local", jobs, live=live)
     runs_csv, _ = collect(campaign)

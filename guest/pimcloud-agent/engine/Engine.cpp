@@ -277,6 +277,10 @@ void Engine::tick(std::int64_t tNs) {
     Runtime& rt = it->second;
     const bool known = rt.spec.maxRpsHost > 0 && rt.spec.maxRpsPim > 0;
     if (!known) {
+      // Profile an app only once it is live (its pid known from its statistics or a
+      // start event): a window that closes while the service still loads its data
+      // would measure nothing.
+      if (rt.profilePhase == 0 && rt.handle.pid <= 0) continue;
       static const std::vector<IntervalStats> kNone;
       auto lines = batch.lines.find(rt.spec.name);
       profile(tNs, id, rt, lines == batch.lines.end() ? kNone : lines->second);

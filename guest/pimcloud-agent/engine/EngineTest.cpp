@@ -590,5 +590,34 @@ TEST(EngineProfiling, SaysWhenAMarkingHarnessAnsweredNoRequest) {
   EXPECT_NE(d->reason.find("R taken as 1"), std::string::npos) << d->reason;
 }
 
+TEST(EngineProfiling, WaitsUntilTheAppIsLiveBeforeProfiling) {
+  // Listed in the config (no pid) while the service still loads its data: a profile
+  // window now would close before the harness could answer it.
+  Topology t = Topology::paper();
+  FakeMachine m{t};
+  ScriptedSource src;
+  DecisionLog log;
+  RecordingControl control;
+  PolicyContext ctx{&t, {}};
+  auto policy = PolicyRegistry::create("pimcloud", ctx);
+  Engine engine(t, *policy, m, src, log, &control, EngineOptions{});
+  AppSpec spec;
+  spec.name = "svc";
+  spec.qosNs = 1e7;
+  engine.addApp(spec, 0);
+  std::int64_t now = ProfilingRig::kT0;
+  for (int i = 0; i < 5; ++i) engine.tick(now += ProfilingRig::kInterval);
+  EXPECT_TRUE(control.lines.empty()) << control.lines.front();
+  // Its first statistics line names its pid: now the host request goes out.
+  IntervalStats first = ProfilingRig::line(now, 10);
+  first.pid = 4242;
+  LatencyBatch b;
+  b.add("svc", first);
+  src.batches.push_back(b);
+  engine.tick(now += ProfilingRig::kInterval);
+  ASSERT_EQ(control.lines.size(), 1U);
+  EXPECT_NE(control.lines[0].find("\"core_type\":\"host\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pimcloud
