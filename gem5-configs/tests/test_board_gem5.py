@@ -1,5 +1,5 @@
 """Every preset makes a valid gem5 system: pim_fs.py builds the restore board (caches,
-router, HPET, NUMA tables), gem5 instantiates it and the detailed cores take over."""
+router, HPET, NUMA tables, boot and detailed cores) and gem5 instantiates it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def kernel_and_image() -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("preset", sorted(preset_names()))
-def test_preset_instantiates_and_switches_to_detailed_cores(
+def test_preset_instantiates_in_gem5(
         preset: str, tmp_path: Path, kernel_and_image: tuple[Path, Path]) -> None:
     kernel, image = kernel_and_image
     done = subprocess.run(

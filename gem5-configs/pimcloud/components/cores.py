@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gem5.components.processors.abstract_core import AbstractCore
 from gem5.components.processors.base_cpu_core import BaseCPUCore
 from gem5.isas import ISA
+from gem5.runtime import get_supported_isas
 from m5.objects import (
     X86O3CPU,
     BaseCPU,
@@ -60,6 +62,24 @@ def boot_cpu(model: str, cpu_id: int) -> BaseCPU:
     return X86AtomicSimpleCPU(cpu_id=cpu_id)
 
 
+class PimCore(BaseCPUCore):
+    """The stdlib core wrapper without its ``requires()`` check.
+
+    In gem5 v24.0.0.1 ``requires()`` reads the Ruby coherence protocol even when only the
+    ISA is asked for, and raises "Protocol '' not recognized" on every build without Ruby:
+    the classic build this bundle uses.  The ISA is checked here instead.
+    """
+
+    def __init__(self, core: BaseCPU, isa: ISA) -> None:
+        AbstractCore.__init__(self)
+        if isa not in get_supported_isas():
+            raise RuntimeError(f"this gem5 is not built for {isa.name}: build "
+                               f"build/{isa.name}/gem5.opt")
+        self._isa = isa
+        self.core = core
+        self.core.createThreads()
+
+
 def wrap(cpu: BaseCPU) -> BaseCPUCore:
-    """The stdlib core wrapper, so caches and boards treat our CPUs like any other."""
-    return BaseCPUCore(core=cpu, isa=ISA.X86)
+    """A stdlib core wrapper, so caches and boards treat our CPUs like any other."""
+    return PimCore(core=cpu, isa=ISA.X86)
