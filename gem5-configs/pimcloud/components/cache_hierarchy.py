@@ -1,10 +1,11 @@
 """PimCacheHierarchy: per-cluster classic caches above one point of coherence.
 
 Deep clusters: private L1I/L1D -> private L2 -> the cluster's shared L3 -> membus.
-Shallow clusters (PIM cores): private L1I/L1D straight to the membus.
+Shallow clusters (PIM cores): private L1I/L1D on the stack's local crossbar, which joins
+the membus (one port per stack: the membus snoop filter takes at most 256 ports).
 Page-table walks go where a real walker's go: into the core's L2 bus (deep), or
-through a small per-core page-walk cache (shallow) to the membus, so a TLB miss does
-not pay four uncached DRAM accesses.
+through a small per-core page-walk cache (shallow) to the stack's crossbar, so a TLB
+miss does not pay four uncached DRAM accesses.
 The membus (a SystemXBar) is the point of coherence; below it the memory system's
 link router adds requester-aware SerDes latency.  With ``caches=False`` (the boot to
 the checkpoint) every core talks to the membus directly.
@@ -99,13 +100,16 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
         setattr(self, f"{prefix}l1i", l1i)
         setattr(self, f"{prefix}l1d", l1d)
         if caches.hierarchy == "shallow":
-            below = [self.membus] * len(cores)
+            cluster_bus = L2XBar(clk_domain=clock)
+            cluster_bus.mem_side_ports = self.membus.cpu_side_ports
+            setattr(self, f"{prefix}bus", cluster_bus)
+            below = [cluster_bus] * len(cores)
             # One per walker (instruction, data): a cache has a single CPU-side port.
             walk_i = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
             walk_d = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
             for cache in (*walk_i, *walk_d):
                 cache.clk_domain = clock
-                cache.mem_side = self.membus.cpu_side_ports
+                cache.mem_side = cluster_bus.cpu_side_ports
             setattr(self, f"{prefix}walk_i", walk_i)
             setattr(self, f"{prefix}walk_d", walk_d)
             for core, icache_walk, dcache_walk in zip(cores, walk_i, walk_d, strict=True):
