@@ -66,19 +66,12 @@ class Speech final : public Service {
     }
     const std::string dir = args.data_dir + "/speech";
     lm_ = args.option("lm", "grammar");
-    if (lm_ == "trigram") {
-      lm_file_ = dir + "/requests.lm";
+    if (lm_ == "trigram" || lm_ == "grammar") {  // the data set's own domain models
+      lm_file_ = dir + (lm_ == "trigram" ? "/requests.lm" : "/requests.gram");
       dict_file_ = dir + "/requests.dict";
       if (!std::ifstream(lm_file_) || !std::ifstream(dict_file_)) {
         throw std::runtime_error(lm_file_ + " or requests.dict is missing; rebuild the data "
                                  "set with `pimcloud workload data --only speech`");
-      }
-    } else if (lm_ == "grammar") {
-      lm_file_ = dir + "/requests.gram";
-      dict_file_ = dir + "/requests.dict";
-      if (!std::ifstream(lm_file_) || !std::ifstream(dict_file_)) {
-        throw std::runtime_error(lm_file_ + " or requests.dict is missing; rebuild it with "
-                                 "`pimcloud workload data --only speech`");
       }
     } else if (lm_ == "full") {
       lm_file_ = model_ + "/en-us.lm.bin";
