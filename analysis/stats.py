@@ -17,12 +17,14 @@ with a :class:`StatsFileWarning` naming it; everything before it is kept.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -114,6 +116,13 @@ def oneline_values(line: str) -> tuple[str, list[float]] | None:
     return match["name"], values
 
 
+def open_stats(path: Path) -> BinaryIO:
+    """``path`` for binary reading; a ``.gz`` name is read through gzip (archived runs)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
+
+
 def read_stats(path: str | os.PathLike[str], **kwargs: int) -> pd.DataFrame:
     """The tidy statistics frame of ``path`` (see :func:`parse_stats`)."""
     return parse_stats(path, **kwargs).stats
@@ -147,7 +156,7 @@ def _chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[memoryview, int]]:
     line = 1
     buffer = bytearray(chunk_bytes)
     filled = 0  # bytes in buffer: the carried tail of the last piece, then new data
-    with path.open("rb") as stream:
+    with open_stats(path) as stream:
         while True:
             if filled == len(buffer):  # one line longer than the buffer: grow it
                 buffer.extend(bytes(len(buffer)))

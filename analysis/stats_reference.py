@@ -26,6 +26,7 @@ from .stats import (
     StatsFormatError,
     describe_line,
     oneline_values,
+    open_stats,
 )
 
 _LINE = re.compile(STAT_LINE.replace("\\n?$", "\\n?\\Z"))
@@ -55,7 +56,7 @@ def parse_stats_reference(path: str | os.PathLike[str]) -> ParsedStats:
             f"{number - 1} lines before it. Re-run or re-dump the simulation for a whole file."
         )
 
-    with path.open("rb") as stream:
+    with open_stats(path) as stream:
         for number, raw in enumerate(stream, start=1):
             try:
                 text = raw.decode("utf-8")
@@ -112,7 +113,7 @@ def parse_stats_reference(path: str | os.PathLike[str]) -> ParsedStats:
         first_line_of.setdefault(name, number)
     wanted = set(first_line_of.values())
     rest_of_line: dict[int, tuple[str, str]] = {}
-    with path.open("rb") as stream:
+    with open_stats(path) as stream:
         for number, raw in enumerate(stream, start=1):
             if number in wanted:
                 rest_of_line[number] = describe_line(raw.decode("utf-8"))
