@@ -34,9 +34,12 @@ from pimcloud.components.processor import PimProcessor
 from pimcloud.topology import TopologyError, load_topology
 
 # gem5's TSC counts each CPU's own cycles (host and PIM clocks differ), so the guest
-# keeps time on the board's HPET and treats the TSC as unstable.
+# keeps time on the board's HPET and treats the TSC as unstable.  gem5's CPUs need no
+# INIT-to-SIPI settling time: without cpu_init_udelay=0 Linux busy-waits 10 ms of
+# simulated time per secondary CPU (CPU family 0xf), which the atomic boot pays in full.
 DEFAULT_KERNEL_ARGS = (
     "console=ttyS0 earlyprintk=ttyS0 tsc=unstable clocksource=hpet lpj=7999923 "
+    "cpu_init_udelay=0 "
     "root={root} rw init=/sbin/pimcloud-init pimcloud.backend=gem5"
 )
 

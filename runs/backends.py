@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import signal
 import tempfile
@@ -26,6 +27,7 @@ from pimcloud.gem5_session import (
     Gem5Inputs,
     boot_mode,
     last_tick,
+    read_boot,
     restore_mode,
 )
 from pimcloud.topology import load_topology
@@ -137,6 +139,54 @@ class Checkpoints:
         except (OSError, ValueError):
             return None
 
+    def adopt(self, topology: str, booted: Path, log: Any = print) -> CheckpointKey:
+        """Take a checkpoint made by ``pimcloud gem5 boot`` into the store, so the runs
+        restore it instead of booting again; only if it was made from the same inputs.
+
+        The files are hard-linked where the file system allows (copied otherwise), so the
+        booted folder stays as it was.
+        """
+        key = self.key(topology)
+        if self.meta(key) is not None:
+            log(f"checkpoint: the store already holds {self.folder(key)}")
+            return key
+        record = read_boot(booted)
+        theirs = Path(record["topology"])
+        wanted = {
+            "topology": repr(load_topology(topology)),
+            "kernel": file_digest(self.kernel, self.root / ".digests.json"),
+            "image": file_digest(self.image, self.root / ".digests.json"),
+            "mem_divisor": self.spec.gem5.mem_divisor,
+            "boot_cpu": self.spec.gem5.boot_cpu,
+        }
+        found = {
+            "topology": repr(load_topology(str(theirs))),
+            "kernel": file_digest(Path(record["kernel"]), self.root / ".digests.json"),
+            "image": file_digest(Path(record["image"]), self.root / ".digests.json"),
+            "mem_divisor": record["mem_divisor"],
+            "boot_cpu": record.get("boot_cpu", "atomic"),
+        }
+        differ = [name for name in wanted if wanted[name] != found[name]]
+        if differ:
+            raise ValueError(
+                f"{booted} was booted from other inputs than this campaign's "
+                f"({', '.join(differ)} differ: e.g. mem_divisor {found['mem_divisor']} there, "
+                f"{wanted['mem_divisor']} here); boot with the campaign's inputs or leave "
+                "out the checkpoint so the campaign boots its own")
+        building = Path(tempfile.mkdtemp(dir=self.root, prefix=f".adopting-{key.key}-"))
+        shutil.copytree(booted / "ckpt", building / "ckpt", copy_function=_link_or_copy)
+        shutil.copy2(booted / "boot.log", building / "boot.log")
+        meta = {"topology": topology, "key": key.key, "tick": record["tick"],
+                "simulated_seconds": record["simulated_seconds"],
+                "host_seconds": record["host_seconds"], "gem5": record["gem5"],
+                "gem5_version": self.gem5_version, "kernel": str(self.kernel),
+                "image": str(self.image), "command": record["command"],
+                "adopted_from": str(booted.resolve()), "created": record["created"]}
+        atomic_write_text(building / "meta.json", json.dumps(meta, indent=1) + "\n")
+        building.rename(self.folder(key))
+        log(f"checkpoint: adopted {booted} as {self.folder(key)}")
+        return key
+
     def ensure(self, topology: str, log: Any = print) -> tuple[CheckpointKey, dict[str, Any]]:
         """The checkpoint of ``topology``: found, or booted now (one process at a time)."""
         key = self.key(topology)
@@ -181,6 +231,13 @@ class Checkpoints:
                          done.host_seconds)
             log(f"checkpoint: {self.folder(key)} in {done.host_seconds:.0f} s host time")
             return key, meta
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 # ----------------------------------------------------------------------------- gem5

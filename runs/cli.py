@@ -49,6 +49,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("--checkpoints", type=Path,
                      help="checkpoint store (default $PIMCLOUD_CHECKPOINTS or "
                           "runs/out/checkpoints)")
+    run.add_argument("--checkpoint-from", type=Path, metavar="BOOT_DIR",
+                     help="a `pimcloud gem5 boot` folder made from the same inputs: the "
+                          "runs restore it instead of booting again")
     _add_execution(run)
     run.set_defaults(handler=_run)
 
@@ -94,6 +97,9 @@ def register(subparsers: Any) -> None:
     quick.add_argument("--backend", choices=("auto", "gem5", "qemu"), default="auto")
     quick.add_argument("--jobs", type=int, default=0)
     quick.add_argument("--plain", action="store_true")
+    quick.add_argument("--checkpoint-from", type=Path, metavar="BOOT_DIR",
+                       help="gem5: a `pimcloud gem5 boot paper --mem-divisor 8` folder to "
+                            "restore instead of booting again")
     quick.set_defaults(handler=_quickstart)
 
 
@@ -145,7 +151,33 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     campaign = prepare_campaign(args.spec, args.out, args.backend, args.checkpoints)
+    if args.checkpoint_from is not None:
+        problem = adopt_checkpoint(campaign, args.checkpoint_from)
+        if problem:
+            print(f"pimcloud campaign run: {problem}")
+            return 2
     return _execute(campaign, args)
+
+
+def adopt_checkpoint(campaign: Campaign, booted: Path) -> str | None:
+    """Seed the campaign's checkpoint store from a `pimcloud gem5 boot` folder; the
+    problem in words if that cannot be done."""
+    from pimcloud.gem5_session import read_boot
+    from pimcloud.topology import load_topology
+
+    if campaign.backend_name != "gem5":
+        return "--checkpoint-from needs the gem5 backend (set GEM5)"
+    try:
+        booted_model = repr(load_topology(read_boot(booted)["topology"]))
+        topologies = sorted({run.topology for run in campaign.runs()})
+        same = [t for t in topologies if repr(load_topology(t)) == booted_model]
+        if not same:
+            return (f"{booted} holds another system than this campaign's "
+                    f"({', '.join(topologies)})")
+        campaign.checkpoints().adopt(same[0], booted)
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -215,4 +247,5 @@ def _maxload(args: argparse.Namespace) -> int:
 def _quickstart(args: argparse.Namespace) -> int:
     from .quickstart import quickstart
 
-    return quickstart(out=args.out, backend=args.backend, jobs=args.jobs, live=_live(args))
+    return quickstart(out=args.out, backend=args.backend, jobs=args.jobs, live=_live(args),
+                      checkpoint_from=args.checkpoint_from)

@@ -42,8 +42,8 @@ def set_aside_older_quickstart(spec_path: Path) -> None:
 
 
 def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
-               live: bool | None = None) -> int:
-    from .cli import execute
+               live: bool | None = None, checkpoint_from: Path | None = None) -> int:
+    from .cli import adopt_checkpoint, execute
     from .collect import collect
 
     chosen, _, version = choose_backend(backend, print)
@@ -58,6 +58,11 @@ def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
     if out is None:
         set_aside_older_quickstart(spec)
     campaign = prepare_campaign(spec, out, chosen)
+    if checkpoint_from is not None:
+        problem = adopt_checkpoint(campaign, checkpoint_from)
+        if problem:
+            print(f"quickstart: {problem}")
+            return 2
     status = execute(campaign, "local", jobs, live=live)
     runs_csv, _ = collect(campaign)
     print(f"runs: {runs_csv}")

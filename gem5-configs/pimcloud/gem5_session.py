@@ -119,7 +119,8 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
                         last_tick(log_text), done.peak_rss_bytes, report.clocksource, problems,
                         report.uptime_at_ready_s)
     record: dict[str, Any] = {
-        "topology": inputs.topology, "mem_divisor": inputs.mem_divisor, "ok": result.ok,
+        "topology": inputs.topology, "mem_divisor": inputs.mem_divisor, "boot_cpu": boot_cpu,
+        "ok": result.ok,
         "tick": result.tick, "simulated_seconds": result.simulated_seconds,
         "host_seconds": result.host_seconds, "peak_rss_bytes": result.peak_rss_bytes,
         "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,

@@ -188,3 +188,39 @@ def test_changed_spec_is_refused(fake_gem5: Path, write_spec: Callable[..., Path
     grown = write_spec(retries=3)
     grown.write_text(grown.read_text().replace("load = [0.2, 0.5]", "load = [0.2, 0.5, 0.8]"))
     assert len(prepare_campaign(grown, tmp_path / "out").runs()) == 6
+
+
+def _booted_folder(tmp_path: Path, mem_divisor: int) -> Path:
+    """What `pimcloud gem5 boot paper` leaves: boot.json, boot.log, ckpt/."""
+    folder = tmp_path / f"booted-{mem_divisor}"
+    (folder / "ckpt").mkdir(parents=True)
+    (folder / "ckpt" / "m5.cpt").write_text("[root]\n")
+    (folder / "boot.log").write_text("Exiting @ tick 500000000000 because checkpoint\n")
+    (folder / "boot.json").write_text(json.dumps({
+        "topology": "paper", "mem_divisor": mem_divisor, "boot_cpu": "atomic", "ok": True,
+        "tick": 500_000_000_000, "simulated_seconds": 0.5, "host_seconds": 60.0,
+        "gem5": "gem5.opt", "kernel": str(tmp_path / "vmlinux"),
+        "image": str(tmp_path / "disk.img"), "command": ["gem5.opt"], "problems": [],
+        "created": "2026-11-22T12:00:00+0000"}))
+    return folder
+
+
+def test_checkpoint_from_a_gem5_boot_is_restored_not_booted_again(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        gem5_calls: Callable[[str], list[list[str]]]) -> None:
+    from pimcloud.runs.cli import adopt_checkpoint
+
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    other_size = adopt_checkpoint(campaign, _booted_folder(tmp_path, mem_divisor=8))
+    assert other_size is not None and "mem_divisor" in other_size
+    booted = _booted_folder(tmp_path, mem_divisor=1)
+    assert adopt_checkpoint(campaign, booted) is None
+    assert execute(campaign, "local", jobs=2, live=False) == 0
+    assert gem5_calls("boot") == []
+    restored = {argv[argv.index("--checkpoint-dir") + 1] for argv in gem5_calls("restore")}
+    assert len(restored) == 1
+    adopted = Path(restored.pop())
+    assert (adopted / "m5.cpt").read_text() == "[root]\n"
+    assert (booted / "ckpt" / "m5.cpt").is_file()  # the booted folder stays whole
+    meta = json.loads((adopted.parent / "meta.json").read_text())
+    assert meta["adopted_from"] == str(booted)
