@@ -8,7 +8,11 @@ through a small per-core page-walk cache (shallow) to the stack's crossbar, so a
 miss does not pay four uncached DRAM accesses.
 The membus (a SystemXBar) is the point of coherence; below it the memory system's
 link router adds requester-aware SerDes latency.  With ``caches=False`` (the boot to
-the checkpoint) every core talks to the membus directly.
+the checkpoint) every core talks to the membus directly, and device DMA crosses a
+bridge instead of the I/O cache: a CPU port without a cache in front of it snoops the
+membus but its requests are not "from a cache", so the snoop filter never records them,
+and gem5 panics ("missing the original request") the first time the I/O cache answers
+one with a line a disk DMA left in it.
 Cache objects are named ``<cluster>_<level>`` so the router can tell who wrote back.
 """
 
@@ -21,7 +25,15 @@ from gem5.components.cachehierarchies.classic.abstract_classic_cache_hierarchy i
 )
 from gem5.components.cachehierarchies.classic.caches.mmu_cache import MMUCache
 from gem5.utils.override import overrides
-from m5.objects import BadAddr, Cache, L2XBar, SrcClockDomain, SystemXBar, VoltageDomain
+from m5.objects import (
+    BadAddr,
+    Bridge,
+    Cache,
+    L2XBar,
+    SrcClockDomain,
+    SystemXBar,
+    VoltageDomain,
+)
 
 from ..topology import Topology
 from ..topology.model import CacheLevel
@@ -84,7 +96,11 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
                                               self.membus.cpu_side_ports)
         for core in cores:
             core.connect_interrupt(self.membus.mem_side_ports, self.membus.cpu_side_ports)
-        if board.has_coherent_io():
+        if board.has_coherent_io() and not self._with_caches:
+            self.iobridge = Bridge(delay="50ns", ranges=board.mem_ranges)
+            self.iobridge.mem_side_port = self.membus.cpu_side_ports
+            self.iobridge.cpu_side_port = board.get_mem_side_coherent_io_port()
+        elif board.has_coherent_io():
             self.iocache = Cache(assoc=8, tag_latency=50, data_latency=50,
                                  response_latency=50, mshrs=20, size="1KiB",
                                  tgts_per_mshr=12, addr_ranges=board.mem_ranges)
