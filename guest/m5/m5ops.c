@@ -336,9 +336,29 @@ static void switch_cpu_op(uint64_t unused_a, uint64_t unused_b) {
 }
 STATS_CALL(m5_switch_cpu, switch_cpu_op, "switchcpu")
 
+/* gem5 copies to and from an op's buffer through the guest's page tables and takes no
+ * page fault: a page Linux has not mapped yet stops gem5 ("writeBlob(...) failed").  So
+ * every page is touched first, for readfile with a write (a page only read would be
+ * the shared zero page, and gem5 would fill that). */
+static void map_pages(volatile char *bytes, uint64_t length, int writable) {
+    if (length == 0)
+        return;
+    for (uint64_t at = 0;; at += 4096) {  /* 4 KiB: the smallest x86 page */
+        if (at >= length)
+            at = length - 1;
+        char value = bytes[at];
+        if (writable)
+            bytes[at] = value;
+        if (at == length - 1)
+            break;
+    }
+}
+
 int64_t m5_read_file(void *buffer, uint64_t length, uint64_t offset) {
-    if (m5_backend() == M5_BACKEND_GEM5)
+    if (m5_backend() == M5_BACKEND_GEM5) {
+        map_pages(buffer, length, 1);
         return (int64_t)m5op_read_file(buffer, length, offset);
+    }
     char path[4096];
     int error = join_path(path, sizeof path, share_dir(), "readfile");
     if (error)
@@ -356,8 +376,11 @@ int64_t m5_write_file(const void *buffer, uint64_t length, uint64_t offset,
                       const char *host_name) {
     if (!valid_host_name(host_name))
         return -EINVAL;
-    if (m5_backend() == M5_BACKEND_GEM5)
+    if (m5_backend() == M5_BACKEND_GEM5) {
+        map_pages((volatile char *)(uintptr_t)buffer, length, 0);
+        map_pages((volatile char *)(uintptr_t)host_name, strlen(host_name) + 1, 0);
         return (int64_t)m5op_write_file(buffer, length, offset, host_name);
+    }
     char out_dir[4096], path[4096];
     int error = join_path(out_dir, sizeof out_dir, share_dir(), "out");
     if (!error)
