@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     probe.add_argument("--out", type=Path, required=True)
     probe.add_argument("--loads", type=int, default=100_000,
                        help="dependent loads timed per point (default 100000)")
+    probe.add_argument("--patterns", nargs="+", default=["random", "row-local"],
+                       choices=["random", "row-local"],
+                       help="chains to measure (each one sets up its own buffers)")
     probe.add_argument("--no-fast-forward", action="store_true",
                        help="run the probe's set-up on the detailed cores too (slow)")
     probe.add_argument("--max-seconds", type=float, default=5.0,
@@ -119,7 +122,8 @@ def _probe(args: argparse.Namespace) -> int:
         topology = load_topology(record["topology"]).with_memory_divided(record["mem_divisor"])
         out = args.out.resolve()
         points = write_scenario(out / "scenario", topology, loads=args.loads,
-                                switch_cpu=not args.no_fast_forward)
+                                switch_cpu=not args.no_fast_forward,
+                                patterns=tuple(args.patterns))
     except (Gem5Missing, ValueError) as problem:
         print(f"pimcloud gem5 probe: {problem}")
         return 2

@@ -1,11 +1,13 @@
 """PimCacheHierarchy: per-cluster classic caches above one point of coherence.
 
 Deep clusters: private L1I/L1D -> private L2 -> the cluster's shared L3 -> membus.
-Shallow clusters (PIM cores): private L1I/L1D on the stack's local crossbar, which joins
-the membus (one port per stack: the membus snoop filter takes at most 256 ports).
+Shallow clusters (PIM cores): private L1I/L1D straight on the membus.  (Not on a
+per-stack crossbar: in timing mode a coherent crossbar below another one with no cache
+between them fails gem5's "pkt->isExpressSnoop()" assertion on the first snoop.)
 Page-table walks go where a real walker's go: into the core's L2 bus (deep), or
-through a small per-core page-walk cache (shallow) to the stack's crossbar, so a TLB
-miss does not pay four uncached DRAM accesses.
+through a small per-walker page-walk cache (shallow), so a TLB miss does not pay four
+uncached DRAM accesses.  The membus snoop filter takes at most 256 caching ports; a
+system whose PIM L1s and walk caches would exceed that (scale-16x64) walks uncached.
 The membus (a SystemXBar) is the point of coherence; below it the memory system's
 link router adds requester-aware SerDes latency.  With ``caches=False`` (the boot to
 the checkpoint) every core talks to the membus directly, and device DMA crosses a
@@ -40,6 +42,7 @@ from ..topology.model import CacheLevel
 from .plan import ClusterPlan, cluster_plans
 
 MSHRS = {"l1": 16, "l2": 32, "l3": 64}
+SNOOP_FILTER_PORTS = 256  # gem5's SnoopFilter::SnoopMask width
 WALK_CACHE_SIZE = "8KiB"  # per walker, shallow clusters: the upper page-table levels
 
 
@@ -84,6 +87,7 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
         for _, port in board.get_memory().get_mem_ports():
             self.membus.mem_side_ports = port
         cores = board.get_processor().get_cores()
+        self._walk_caches = self._caching_ports(walk_caches=True) <= SNOOP_FILTER_PORTS
         for plan in self._plans:
             cluster_cores = [cores[cpu_id] for cpu_id in plan.cpu_ids]
             if self._with_caches:
@@ -107,6 +111,16 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
             self.iocache.mem_side = self.membus.cpu_side_ports
             self.iocache.cpu_side = board.get_mem_side_coherent_io_port()
 
+    def _caching_ports(self, walk_caches: bool) -> int:
+        """Membus ports with a cache behind them: what its snoop filter must track."""
+        ports = 1  # the I/O cache
+        for plan in self._plans:
+            if plan.caches.hierarchy == "shallow":
+                ports += len(plan.cpu_ids) * (4 if walk_caches else 2)
+            else:
+                ports += 1  # the cluster's L3
+        return ports
+
     def _build_cluster(self, plan: ClusterPlan, cores: list) -> None:  # type: ignore[type-arg]
         caches = plan.caches
         clock = self.cluster_clocks[self._plans.index(plan)]
@@ -116,20 +130,24 @@ class PimCacheHierarchy(AbstractClassicCacheHierarchy):
         setattr(self, f"{prefix}l1i", l1i)
         setattr(self, f"{prefix}l1d", l1d)
         if caches.hierarchy == "shallow":
-            cluster_bus = L2XBar(clk_domain=clock)
-            cluster_bus.mem_side_ports = self.membus.cpu_side_ports
-            setattr(self, f"{prefix}bus", cluster_bus)
-            below = [cluster_bus] * len(cores)
-            # One per walker (instruction, data): a cache has a single CPU-side port.
-            walk_i = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
-            walk_d = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False) for _ in cores]
-            for cache in (*walk_i, *walk_d):
-                cache.clk_domain = clock
-                cache.mem_side = cluster_bus.cpu_side_ports
-            setattr(self, f"{prefix}walk_i", walk_i)
-            setattr(self, f"{prefix}walk_d", walk_d)
-            for core, icache_walk, dcache_walk in zip(cores, walk_i, walk_d, strict=True):
-                core.connect_walker_ports(icache_walk.cpu_side, dcache_walk.cpu_side)
+            below = [self.membus] * len(cores)
+            if not self._walk_caches:
+                for core in cores:
+                    core.connect_walker_ports(self.membus.cpu_side_ports,
+                                              self.membus.cpu_side_ports)
+            else:
+                # One per walker (instruction, data): a cache has a single CPU-side port.
+                walk_i = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False)
+                          for _ in cores]
+                walk_d = [MMUCache(size=WALK_CACHE_SIZE, writeback_clean=False)
+                          for _ in cores]
+                for cache in (*walk_i, *walk_d):
+                    cache.clk_domain = clock
+                    cache.mem_side = self.membus.cpu_side_ports
+                setattr(self, f"{prefix}walk_i", walk_i)
+                setattr(self, f"{prefix}walk_d", walk_d)
+                for core, icache_walk, dcache_walk in zip(cores, walk_i, walk_d, strict=True):
+                    core.connect_walker_ports(icache_walk.cpu_side, dcache_walk.cpu_side)
         else:
             assert caches.l2 is not None and caches.l3 is not None
             l3 = make_cache(caches.l3, "l3")
