@@ -2,7 +2,7 @@
 
 For each preset it boots to the checkpoint with the atomic CPUs (``pimcloud gem5 boot``),
 then restores it fast-forwarded, starts one busy loop pinned to every CPU, switches to
-the detailed cores (O3 host, in-order PIM) and measures a window of simulated time
+the detailed cores (O3 host, narrow O3 PIM) and measures a window of simulated time
 between an m5 resetstats and dumpstats. From that dump: simulated microseconds per host
 second, and committed instructions per host second (gem5's simInsts / hostSeconds).
 

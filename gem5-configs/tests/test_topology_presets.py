@@ -53,7 +53,11 @@ def test_paper_matches_table_one() -> None:
         ("stack0", tuple(range(4, 12)), 8 * GiB),
         ("stack1", tuple(range(12, 20)), 8 * GiB),
     ]
-    assert [c.model for c in cpus(t)] == ["o3"] * 4 + ["minor"] * 16
+    assert [c.model for c in cpus(t)] == ["o3"] * 20
+    # The PIM core: x86 Minor fails in gem5 FS, so a narrow O3 stands in (paper.toml).
+    wimpy = t.stacks[0].cluster.core_type
+    assert wimpy is not None
+    assert (wimpy.frequency_hz, wimpy.issue_width, wimpy.rob_entries) == (2_000_000_000, 2, 32)
     host = t.host.core_type
     assert host is not None
     assert (host.frequency_hz, host.issue_width, host.iq_entries, host.rob_entries,
