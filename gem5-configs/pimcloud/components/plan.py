@@ -10,6 +10,7 @@ after it (``board.cache_hierarchy.stack1_l1d3``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pimcloud.topology import Topology, cpus, memory_ranges
@@ -104,15 +105,26 @@ def memory_controller_plans(topology: Topology) -> list[MemoryControllerPlan]:
             for r in memory_ranges(topology)]
 
 
+def vector_element_name(attribute: str, index: int, length: int) -> str:
+    """gem5's name for element ``index`` of a SimObject vector of ``length``: a single
+    element takes the bare name; otherwise indices are zero-padded to ceil(log10(length))
+    digits (20 cores: cores00..cores19)."""
+    if length == 1:
+        return attribute
+    width = math.ceil(math.log10(length))
+    return f"{attribute}{index:0{width}d}"
+
+
 def requestor_prefixes(topology: Topology) -> list[tuple[str, int]]:
     """(name prefix, location) pairs: cores, caches and walkers of each cluster."""
     index = {name: i for i, name in enumerate(locations(topology))}
     pairs = []
-    for cpu in cpus(topology):
+    all_cpus = cpus(topology)
+    for cpu in all_cpus:
         for role in CORE_ROLES:
             # The trailing dot keeps cores1 from matching cores12.
-            pairs.append((f"{BOARD_NAME}.processor.{cores_attribute(role)}{cpu.cpu_id}.",
-                          index[cpu.cluster]))
+            element = vector_element_name(cores_attribute(role), cpu.cpu_id, len(all_cpus))
+            pairs.append((f"{BOARD_NAME}.processor.{element}.", index[cpu.cluster]))
     for plan in cluster_plans(topology):
         pairs.append((f"{BOARD_NAME}.cache_hierarchy.{plan.cache_prefix}", index[plan.name]))
     return pairs
