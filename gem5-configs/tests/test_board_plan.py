@@ -68,10 +68,10 @@ def test_every_cpu_and_cache_maps_to_its_cluster_unambiguously(name: str) -> Non
     width = len(str(len(cpus(topology)) - 1))  # gem5 pads: cores00..cores19
     for cpu in cpus(topology):
         for role in ("boot", "detailed"):
-            seen = location_of(f"board.processor.{role}_cores{cpu.cpu_id:0{width}d}.core.data")
+            seen = location_of(f"processor.{role}_cores{cpu.cpu_id:0{width}d}.core.data")
             assert names[seen] == cpu.cluster
     for plan in cluster_plans(topology):
-        seen = location_of(f"board.cache_hierarchy.{plan.cache_prefix}l1d3")
+        seen = location_of(f"cache_hierarchy.{plan.cache_prefix}l1d3")
         assert names[seen] == plan.name
     # No prefix of one cluster is a prefix of another cluster's prefix.
     for p, loc in prefixes:

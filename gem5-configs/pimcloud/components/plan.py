@@ -116,7 +116,11 @@ def vector_element_name(attribute: str, index: int, length: int) -> str:
 
 
 def requestor_prefixes(topology: Topology) -> list[tuple[str, int]]:
-    """(name prefix, location) pairs: cores, caches and walkers of each cluster."""
+    """(name prefix, location) pairs: cores, caches and walkers of each cluster.
+
+    Names are as gem5's System keeps requestor names: without the system's own name
+    (``processor.detailed_cores04.core.data``, not ``board.processor...``).
+    """
     index = {name: i for i, name in enumerate(locations(topology))}
     pairs = []
     all_cpus = cpus(topology)
@@ -124,9 +128,9 @@ def requestor_prefixes(topology: Topology) -> list[tuple[str, int]]:
         for role in CORE_ROLES:
             # The trailing dot keeps cores1 from matching cores12.
             element = vector_element_name(cores_attribute(role), cpu.cpu_id, len(all_cpus))
-            pairs.append((f"{BOARD_NAME}.processor.{element}.", index[cpu.cluster]))
+            pairs.append((f"processor.{element}.", index[cpu.cluster]))
     for plan in cluster_plans(topology):
-        pairs.append((f"{BOARD_NAME}.cache_hierarchy.{plan.cache_prefix}", index[plan.name]))
+        pairs.append((f"cache_hierarchy.{plan.cache_prefix}", index[plan.name]))
     return pairs
 
 
