@@ -116,18 +116,19 @@ class Checkpoints:
                           self.spec.gem5.mem_divisor, tuple(self.spec.gem5.extra_args))
 
     def key(self, topology: str) -> CheckpointKey:
+        parts = self._boot_inputs(topology, self.kernel, self.image,
+                                  self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu)
+        text = json.dumps({**parts, "gem5": self.gem5_version}, sort_keys=True)
+        return CheckpointKey(topology, hashlib.sha256(text.encode()).hexdigest()[:16])
+
+    def _boot_inputs(self, topology: str, kernel: Path, image: Path, mem_divisor: int,
+                     boot_cpu: str) -> dict[str, Any]:
+        """What a boot's checkpoint depends on, besides the gem5 binary."""
         self.root.mkdir(parents=True, exist_ok=True)
         digests = self.root / ".digests.json"
-        parts = {
-            "topology": repr(load_topology(topology)),
-            "kernel": file_digest(self.kernel, digests),
-            "image": file_digest(self.image, digests),
-            "mem_divisor": self.spec.gem5.mem_divisor,
-            "boot_cpu": self.spec.gem5.boot_cpu,
-            "gem5": self.gem5_version,
-        }
-        text = json.dumps(parts, sort_keys=True)
-        return CheckpointKey(topology, hashlib.sha256(text.encode()).hexdigest()[:16])
+        return {"topology": repr(load_topology(topology)),
+                "kernel": file_digest(kernel, digests), "image": file_digest(image, digests),
+                "mem_divisor": mem_divisor, "boot_cpu": boot_cpu}
 
     def folder(self, key: CheckpointKey) -> Path:
         return self.root / key.folder_name
@@ -151,28 +152,20 @@ class Checkpoints:
             log(f"checkpoint: the store already holds {self.folder(key)}")
             return key
         record = read_boot(booted)
-        theirs = Path(record["topology"])
-        wanted = {
-            "topology": repr(load_topology(topology)),
-            "kernel": file_digest(self.kernel, self.root / ".digests.json"),
-            "image": file_digest(self.image, self.root / ".digests.json"),
-            "mem_divisor": self.spec.gem5.mem_divisor,
-            "boot_cpu": self.spec.gem5.boot_cpu,
-        }
-        found = {
-            "topology": repr(load_topology(str(theirs))),
-            "kernel": file_digest(Path(record["kernel"]), self.root / ".digests.json"),
-            "image": file_digest(Path(record["image"]), self.root / ".digests.json"),
-            "mem_divisor": record["mem_divisor"],
-            "boot_cpu": record.get("boot_cpu", "atomic"),
-        }
+        wanted = self._boot_inputs(topology, self.kernel, self.image,
+                                   self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu)
+        found = self._boot_inputs(record["topology"], Path(record["kernel"]),
+                                  Path(record["image"]), record["mem_divisor"],
+                                  record.get("boot_cpu", "atomic"))
         differ = [name for name in wanted if wanted[name] != found[name]]
         if differ:
+            shown = {"mem_divisor", "boot_cpu"}  # the others are model text and digests
+            detail = "; ".join(f"{name}: {found[name]} there, {wanted[name]} here"
+                               if name in shown else f"{name} differs" for name in differ)
             raise ValueError(
-                f"{booted} was booted from other inputs than this campaign's "
-                f"({', '.join(differ)} differ: e.g. mem_divisor {found['mem_divisor']} there, "
-                f"{wanted['mem_divisor']} here); boot with the campaign's inputs or leave "
-                "out the checkpoint so the campaign boots its own")
+                f"{booted} was booted from other inputs than this campaign's ({detail}); "
+                "boot with the campaign's inputs or leave out the checkpoint so the "
+                "campaign boots its own")
         building = Path(tempfile.mkdtemp(dir=self.root, prefix=f".adopting-{key.key}-"))
         shutil.copytree(booted / "ckpt", building / "ckpt", copy_function=_link_or_copy)
         shutil.copy2(booted / "boot.log", building / "boot.log")

@@ -340,18 +340,18 @@ STATS_CALL(m5_switch_cpu, switch_cpu_op, "switchcpu")
  * page fault: a page Linux has not mapped yet stops gem5 ("writeBlob(...) failed").  So
  * every page is touched first, for readfile with a write (a page only read would be
  * the shared zero page, and gem5 would fill that). */
+static void touch(volatile char *byte, int writable) {
+    char value = *byte;
+    if (writable)
+        *byte = value;
+}
+
 static void map_pages(volatile char *bytes, uint64_t length, int writable) {
     if (length == 0)
         return;
-    for (uint64_t at = 0;; at += 4096) {  /* 4 KiB: the smallest x86 page */
-        if (at >= length)
-            at = length - 1;
-        char value = bytes[at];
-        if (writable)
-            bytes[at] = value;
-        if (at == length - 1)
-            break;
-    }
+    for (uint64_t at = 0; at < length; at += 4096)  /* 4 KiB: the smallest x86 page */
+        touch(bytes + at, writable);
+    touch(bytes + length - 1, writable);  /* the last page, when length is not aligned */
 }
 
 int64_t m5_read_file(void *buffer, uint64_t length, uint64_t offset) {
