@@ -25,8 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.components.plan import BOARD_NAME, cluster_plans
+from pimcloud.components.plan import (
+    BOARD_NAME,
+    cluster_plans,
+    memory_controller_plans,
+    vector_element_name,
+)
 from pimcloud.topology import Topology, cpus, numa_nodes
+from pimcloud.topology.interconnect import location_of, locations
 from pimcloud.topology.model import HOST_CLUSTER
 
 PROBE_PROGRAM = "pimcloud-memprobe"
@@ -182,9 +188,56 @@ def _outer_hit_ratio(stats: Any, dump: int, cache: str) -> float | None:
     return float(hits / (hits + misses))
 
 
+def _dump_sum(stats: Any, dump: int, stats_names: list[str], subname: str) -> float | None:
+    rows = stats[(stats["dump"] == dump) & stats["stat"].isin(stats_names)
+                 & (stats["subname"] == subname)]
+    return None if rows.empty else float(rows["value"].sum())
+
+
+def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topology,
+                      ns_per_load: float) -> dict[str, float | None]:
+    """Where one point's load time went, from its own stats dump.
+
+    ``link_ns``: what the router's SerDes links added to a round trip of this CPU's
+    location and the node's (its pairAvgLatency). ``controller_ns``: the target
+    controllers' read latency (queue and DRAM access, requestorReadTotalLat over
+    requestorReadAccesses) plus their fixed front and back end. ``on_chip_ns``: the rest
+    (core, caches, crossbars, page walks). ``row_hit_rate``: the target's reads that
+    found their row open. None where the dump lacks the statistic."""
+    plans = memory_controller_plans(topology)
+    owner = {n.node_id: n.memory_owner for n in numa_nodes(topology)}[point.node]
+    targets = [(i, plan) for i, plan in enumerate(plans) if plan.owner == owner]
+    memory = f"{BOARD_NAME}.memory"
+    controllers = [f"{memory}.{vector_element_name('mem_ctrls', i, len(plans))}"
+                   for i, _ in targets]
+    names = locations(topology)
+    source = names.index(location_of(point.cluster))
+    pair = f"from{source}_to{targets[0][1].location}"
+    link_ticks = _dump_sum(stats, dump, [f"{memory}.router.pairAvgLatency"], pair)
+    total = _dump_sum(stats, dump, [f"{c}.requestorReadTotalLat" for c in controllers],
+                      "total")
+    reads = _dump_sum(stats, dump, [f"{c}.requestorReadAccesses" for c in controllers],
+                      "total")
+    hits = _dump_sum(stats, dump, [f"{c}.dram.readRowHits" for c in controllers], "")
+    bursts = _dump_sum(stats, dump, [f"{c}.dram.readBursts" for c in controllers], "")
+    dram = targets[0][1].dram
+    link_ns = None if link_ticks is None or math.isnan(link_ticks) else link_ticks / 1e3
+    controller_ns = None
+    if total is not None and reads:
+        controller_ns = total / reads / 1e3 + (dram.frontend_latency
+                                               + dram.backend_latency) / 1e3
+    on_chip_ns = None
+    if link_ns is not None and controller_ns is not None:
+        on_chip_ns = ns_per_load - link_ns - controller_ns
+    return {"link_ns": link_ns, "controller_ns": controller_ns, "on_chip_ns": on_chip_ns,
+            "row_hit_rate": hits / bursts if hits is not None and bursts else None}
+
+
 def probe_results(points: list[ProbePoint], guest_output: Path,
-                  stats_file: Path | None) -> list[dict[str, Any]]:
-    """One row per point: guest-clock and gem5 ns per load, placement, cache hit ratio."""
+                  stats_file: Path | None, topology: Topology | None = None
+                  ) -> list[dict[str, Any]]:
+    """One row per point: guest-clock and gem5 ns per load, placement, cache hit ratio,
+    and with the ``topology`` the dump's breakdown of a load (latency_breakdown)."""
     guest = read_guest_lines(guest_output)
     if len(guest) != len(points):
         raise ProbeError(f"{guest_output}: {len(guest)} results for {len(points)} points; "
@@ -219,21 +272,32 @@ def probe_results(points: list[ProbePoint], guest_output: Path,
             seconds = float(dumps.iloc[first + k]["sim_seconds"])
             row["gem5_ns_per_load"] = seconds * 1e9 / seen["loads"]
             row["outer_cache_hit_ratio"] = _outer_hit_ratio(stats, dump, point.outer_cache)
+            if topology is not None:
+                row.update(latency_breakdown(stats, dump, point, topology,
+                                             row["gem5_ns_per_load"]))
         rows.append(row)
     return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """A plain-text table of probe rows."""
+    """A plain-text table of probe rows (breakdown columns show '-' where not measured)."""
+
+    def ns(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
     header = (f"{'kind':<11} {'pattern':<9} {'cpu':>4} {'node':>4} {'buffer':>8} {'gem5 ns':>8} "
-              f"{'guest ns':>9} {'outer hit':>9} {'on node':>8}")
+              f"{'guest ns':>9} {'on-chip':>8} {'links':>6} {'ctrl':>6} {'row hit':>7} "
+              f"{'outer hit':>9} {'on node':>8} {'huge':>4}")
     lines = [header]
     for row in rows:
-        gem5_ns = row.get("gem5_ns_per_load")
-        hit = row.get("outer_cache_hit_ratio")
+        hit, row_hit = row.get("outer_cache_hit_ratio"), row.get("row_hit_rate")
         lines.append(
             f"{row['kind']:<11} {row['pattern']:<9} {row['cpu']:>4} {row['node']:>4} "
-            f"{row['bytes'] // (1 << 20):>6}Mi {'-' if gem5_ns is None else f'{gem5_ns:.1f}':>8}"
-            f" {row['guest_ns_per_load']:>9.1f} {'-' if hit is None else f'{hit:.3f}':>9} "
-            f"{row['pages_on_node']:>3}/{row['pages_checked']:<4}")
+            f"{row['bytes'] // (1 << 20):>6}Mi {ns(row.get('gem5_ns_per_load')):>8}"
+            f" {row['guest_ns_per_load']:>9.1f} {ns(row.get('on_chip_ns')):>8}"
+            f" {ns(row.get('link_ns')):>6} {ns(row.get('controller_ns')):>6}"
+            f" {'-' if row_hit is None else f'{row_hit:.2f}':>7}"
+            f" {'-' if hit is None else f'{hit:.3f}':>9} "
+            f"{row['pages_on_node']:>3}/{row['pages_checked']:<4} "
+            f"{'yes' if row.get('huge_pages') else 'no':>4}")
     return "\n".join(lines)

@@ -136,7 +136,7 @@ def _probe(args: argparse.Namespace) -> int:
         return 1
     try:
         rows = probe_results(points, out / "results" / "memprobe.jsonl",
-                             out / "m5out" / "stats.txt")
+                             out / "m5out" / "stats.txt", topology)
     except ProbeError as problem:
         print(f"pimcloud gem5 probe: {problem}")
         return 1
