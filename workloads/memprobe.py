@@ -188,10 +188,14 @@ def _outer_hit_ratio(stats: Any, dump: int, cache: str) -> float | None:
     return float(hits / (hits + misses))
 
 
-def _dump_sum(stats: Any, dump: int, stats_names: list[str], subname: str) -> float | None:
-    rows = stats[(stats["dump"] == dump) & stats["stat"].isin(stats_names)
-                 & (stats["subname"] == subname)]
-    return None if rows.empty else float(rows["value"].sum())
+def _dump_sum(stats: Any, dump: int, stats_names: list[str], subname: str | None
+              ) -> float | None:
+    """Sum of the named statistics in one dump: of one subname, or (None) of every
+    element of a vector but its total, which gem5 prints only for some vectors."""
+    picked = stats[(stats["dump"] == dump) & stats["stat"].isin(stats_names)]
+    picked = picked[picked["subname"] != "total"] if subname is None else \
+        picked[picked["subname"] == subname]
+    return None if picked.empty else float(picked["value"].sum())
 
 
 def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topology,
@@ -215,9 +219,9 @@ def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topolo
     pair = f"from{source}_to{targets[0][1].location}"
     link_ticks = _dump_sum(stats, dump, [f"{memory}.router.pairAvgLatency"], pair)
     total = _dump_sum(stats, dump, [f"{c}.requestorReadTotalLat" for c in controllers],
-                      "total")
+                      None)
     reads = _dump_sum(stats, dump, [f"{c}.requestorReadAccesses" for c in controllers],
-                      "total")
+                      None)
     hits = _dump_sum(stats, dump, [f"{c}.dram.readRowHits" for c in controllers], "")
     bursts = _dump_sum(stats, dump, [f"{c}.dram.readBursts" for c in controllers], "")
     dram = targets[0][1].dram

@@ -108,7 +108,7 @@ def test_memory_division_keeps_the_shape() -> None:
     args = numa_args(t)
     assert "node,nodeid=0,cpus=0-3" in args
     assert "node,nodeid=1,memdev=mem1,cpus=4-11" in args
-    assert "dist,src=0,dst=1,val=12" in args
+    assert "dist,src=0,dst=1,val=15" in args
 
 
 def test_chain_routes_add_up_hop_by_hop(tmp_path: Path) -> None:

@@ -110,9 +110,9 @@ CONSOLE = """\
 [    6.9] Run /sbin/pimcloud-init as init process
 pimcloud-init backend=qemu share=initramfs uptime_s=7.63
 pimcloud-sysctl kernel.numa_balancing=0
-pimcloud-node 0 cpus=0-3 present_kib=0 memtotal_kib=0 distance=10,12,12
+pimcloud-node 0 cpus=0-3 present_kib=0 memtotal_kib=0 distance=10,15,15
 [    7.7] random: crng init done
-pimcloud-node 1 cpus=4-11 present_kib=1048184 memtotal_kib=983720 distance=12,10,12
+pimcloud-node 1 cpus=4-11 present_kib=1048184 memtotal_kib=983720 distance=15,10,13
 pimcloud-clocksource tsc available=tsc,hpet,acpi_pm
 pimcloud-cgroup controllers=cpuset,cpu,memory
 pimcloud-init-warning cannot mount tmpfs on /run
@@ -132,7 +132,7 @@ def test_console_lines_are_parsed() -> None:
     assert [n.node_id for n in report.nodes] == [0, 1]
     assert report.nodes[1].cpus == tuple(range(4, 12))
     assert report.nodes[1].present_kib == 1048184
-    assert report.nodes[1].distances == (12, 10, 12)
+    assert report.nodes[1].distances == (15, 10, 13)
     assert report.nodes[0].cpus == (0, 1, 2, 3) and report.nodes[0].memtotal_kib == 0
     assert report.clocksource == "tsc"
     assert report.available_clocksources == ("tsc", "hpet", "acpi_pm")
@@ -175,12 +175,12 @@ def test_node_comparison_finds_each_kind_of_difference() -> None:
     from pimcloud.guest.scenario import node_mismatches
     from pimcloud.topology import load_topology
 
-    node2 = "pimcloud-node 2 cpus=12-19 present_kib=1048448 memtotal_kib=1 distance=12,12,10\n"
+    node2 = "pimcloud-node 2 cpus=12-19 present_kib=1048448 memtotal_kib=1 distance=15,13,10\n"
     nodes = parse_console(CONSOLE + node2).nodes
     paper = load_topology("paper").with_memory_divided(8)
     assert node_mismatches(paper, nodes) == []
     problems = node_mismatches(load_topology("tiered").with_memory_divided(8), nodes)
     assert any("node 0:" in p and "KiB present" in p for p in problems)
-    moved = parse_console(CONSOLE + node2.replace("12,12,10", "20,20,10")).nodes
-    assert node_mismatches(paper, moved) == ["node 2: distances [20, 20, 10] != [12, 12, 10]"]
+    moved = parse_console(CONSOLE + node2.replace("15,13,10", "20,20,10")).nodes
+    assert node_mismatches(paper, moved) == ["node 2: distances [20, 20, 10] != [15, 13, 10]"]
     assert "guest nodes [0, 1]" in node_mismatches(paper, nodes[:2])[0]

@@ -85,8 +85,10 @@ simSeconds            {seconds:.12f}   # Number of seconds simulated (Second)
 board.cache_hierarchy.host_l3.overallHits::total      {hits}   # overall hits (Count)
 board.cache_hierarchy.host_l3.overallMisses::total    {misses}   # overall misses (Count)
 board.memory.router.pairAvgLatency::from0_to1   8400.0   # links (Tick/Count)
-board.memory.mem_ctrls0.requestorReadAccesses::total   900   # reads (Count)
-board.memory.mem_ctrls0.requestorReadTotalLat::total   27000000   # ticks (Tick)
+board.memory.mem_ctrls0.requestorReadAccesses::processor.detailed_cores00.core.data 890
+board.memory.mem_ctrls0.requestorReadAccesses::processor.detailed_cores00.core.inst 10
+board.memory.mem_ctrls0.requestorReadTotalLat::processor.detailed_cores00.core.data 26700000
+board.memory.mem_ctrls0.requestorReadTotalLat::processor.detailed_cores00.core.inst 300000
 board.memory.mem_ctrls0.dram.readBursts   1000   # bursts (Count)
 board.memory.mem_ctrls0.dram.readRowHits   250   # row hits (Count)
 
@@ -109,11 +111,14 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     rows = probe_results(points, guest, stats)
     assert [round(r["gem5_ns_per_load"], 3) for r in rows] == [65.0, 66.0]
     assert "link_ns" not in rows[0]  # a breakdown needs the topology
-    host_to_node1 = probe_results(points, guest, stats, load_topology("paper"))[0]
-    # 8.4 ns of links; 30 ns queue and access plus 10 + 10 ns fixed front and back end.
+    paper = load_topology("paper")
+    host_to_node1 = probe_results(points, guest, stats, paper)[0]
+    # 8.4 ns of links; 30 ns queue and access plus the stack's fixed front and back end.
+    dram = paper.stacks[0].dram
+    controller_ns = 30.0 + (dram.frontend_latency + dram.backend_latency) / 1e3
     assert host_to_node1["link_ns"] == pytest.approx(8.4)
-    assert host_to_node1["controller_ns"] == pytest.approx(50.0)
-    assert host_to_node1["on_chip_ns"] == pytest.approx(65.0 - 8.4 - 50.0)
+    assert host_to_node1["controller_ns"] == pytest.approx(controller_ns)
+    assert host_to_node1["on_chip_ns"] == pytest.approx(65.0 - 8.4 - controller_ns)
     assert host_to_node1["row_hit_rate"] == pytest.approx(0.25)
     assert [r["outer_cache_hit_ratio"] for r in rows] == [0.1, 0.05]
     assert rows[1]["guest_ns_per_load"] == 71.0 and rows[0]["huge_pages"]
