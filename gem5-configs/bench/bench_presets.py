@@ -4,7 +4,8 @@ For each preset it boots to the checkpoint with the atomic CPUs (``pimcloud gem5
 then restores it fast-forwarded, starts one busy loop pinned to every CPU, switches to
 the detailed cores (O3 host, narrow O3 PIM) and measures a window of simulated time
 between an m5 resetstats and dumpstats. From that dump: simulated microseconds per host
-second, and committed instructions per host second (gem5's simInsts / hostSeconds).
+second, and committed instructions per host second (the cores' commit counters of the
+window over hostSeconds).
 
     GEM5=/path/to/gem5.opt .venv/bin/python gem5-configs/bench/bench_presets.py \\
         [--presets paper arch1 ...] [--mem-divisor 8] [--window-ms 5] [--out DIR]
@@ -61,7 +62,11 @@ def window_figures(stats_file: Path) -> dict[str, float]:
     first = parsed.stats[parsed.stats["dump"] == 0]
     values = {row.stat: row.value for row in first.itertuples() if row.subname == ""}
     sim_s, host_s = values["simSeconds"], values["hostSeconds"]
-    insts = values.get("simInsts", float("nan"))
+    # gem5's simInsts counts from the start of the run and ignores resetstats; the
+    # cores' own commit counters are reset with the window.
+    committed = [value for stat, value in values.items()
+                 if stat.endswith(".core.commitStats0.numInsts")]
+    insts = sum(committed) if committed else float("nan")
     return {"window_sim_s": sim_s, "window_host_s": host_s, "window_insts": insts,
             "sim_us_per_host_s": sim_s * 1e6 / host_s, "insts_per_host_s": insts / host_s}
 
