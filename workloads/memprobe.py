@@ -178,16 +178,6 @@ def read_guest_lines(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _outer_hit_ratio(stats: Any, dump: int, cache: str) -> float | None:
-    rows = stats[(stats["dump"] == dump) & stats["stat"].isin(
-        [f"{cache}.overallHits", f"{cache}.overallMisses"]) & (stats["subname"] == "total")]
-    values = {row["stat"].rsplit(".", 1)[1]: row["value"] for _, row in rows.iterrows()}
-    hits, misses = values.get("overallHits"), values.get("overallMisses")
-    if hits is None or misses is None or hits + misses == 0:
-        return None
-    return float(hits / (hits + misses))
-
-
 def _dump_sum(stats: Any, dump: int, stats_names: list[str], subname: str | None
               ) -> float | None:
     """Sum of the named statistics in one dump: of one subname, or (None) of every
@@ -196,6 +186,14 @@ def _dump_sum(stats: Any, dump: int, stats_names: list[str], subname: str | None
     picked = picked[picked["subname"] != "total"] if subname is None else \
         picked[picked["subname"] == subname]
     return None if picked.empty else float(picked["value"].sum())
+
+
+def _outer_hit_ratio(stats: Any, dump: int, cache: str) -> float | None:
+    hits = _dump_sum(stats, dump, [f"{cache}.overallHits"], "total")
+    misses = _dump_sum(stats, dump, [f"{cache}.overallMisses"], "total")
+    if hits is None or misses is None or hits + misses == 0:
+        return None
+    return hits / (hits + misses)
 
 
 def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topology,
