@@ -2,6 +2,7 @@
 
     pimcloud analyze CAMPAIGN_DIR              tail latency per run and app
     pimcloud analyze CAMPAIGN_DIR --report     write CAMPAIGN_DIR/report/index.html
+    pimcloud analyze CAMPAIGN_DIR --report --screenshot   and report/screenshot.png
     pimcloud analyze m5out/stats.txt           the dumps of one stats.txt
     pimcloud analyze m5out/stats.txt --export stats.parquet   the tidy frame
 """
@@ -42,6 +43,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("path", type=Path, help="a campaign folder, or a gem5 stats.txt")
     parser.add_argument("--report", action="store_true",
                         help="write an HTML report (campaign folders)")
+    parser.add_argument("--screenshot", action="store_true",
+                        help="with --report: render it in headless chromium into "
+                             "report/screenshot.png")
     parser.add_argument("--out", type=Path, default=None,
                         help="report folder (default CAMPAIGN/report)")
     parser.add_argument("--qos", type=_qos, action="append", default=[], metavar="APP=MS",
@@ -86,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         index = build_report(path, args.out, qos_ns=dict(args.qos), c_cache_cycles=args.c_cache)
         print(f"report: {index}")
+        if args.screenshot:
+            from .screenshot import screenshot
+
+            print(f"screenshot: {screenshot(index, index.parent / 'screenshot.png')}")
         return 0
     campaign = load_campaign(path, with_stats=False)
     if campaign.requests.empty:

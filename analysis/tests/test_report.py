@@ -151,3 +151,38 @@ def test_report_lists_damaged_files(tmp_path: Path) -> None:
     page = index.read_text()
     assert ">Problems found while reading</h2>" in page
     assert "line 17: cannot parse" in page
+
+
+def test_screenshot_names_a_missing_browser(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    from pimcloud.analysis.screenshot import BrowserMissing, screenshot
+
+    monkeypatch.setenv("PIMCLOUD_BROWSER", "no-such-browser-here")
+    (tmp_path / "index.html").write_text("<p>x</p>")
+    with pytest.raises(BrowserMissing, match="PIMCLOUD_BROWSER=no-such-browser-here"):
+        screenshot(tmp_path / "index.html", tmp_path / "shot.png")
+    assert not (tmp_path / "shot.png").exists()
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium(demo_campaign: Path, tmp_path: Path) -> None:
+    """The report as a browser draws it: a tall page whose figures loaded (coloured
+    plot pixels), not just text."""
+    import numpy as np
+    from PIL import Image
+    from pimcloud.analysis.screenshot import BrowserMissing, find_browser, screenshot
+
+    try:
+        find_browser()
+    except BrowserMissing as missing:
+        pytest.skip(str(missing))
+    index = build_report(demo_campaign, tmp_path / "report")
+    png = screenshot(index, tmp_path / "report" / "screenshot.png", height=2400)
+    image = Image.open(png).convert("RGB")
+    assert image.size == (1280, 2400)
+    pixels = np.asarray(image, dtype=np.int16).reshape(-1, 3)
+    inked = int((pixels.min(axis=1) < 200).sum())
+    coloured = int((pixels.max(axis=1) - pixels.min(axis=1) > 80).sum())
+    assert inked > 0.01 * len(pixels)
+    # Text and table rules are grey; only the loaded figures bring saturated colour.
+    assert coloured > 2000, f"only {coloured} coloured pixels: did the figures load?"
