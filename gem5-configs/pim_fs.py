@@ -31,17 +31,8 @@ from pimcloud.components.board import PimBoard
 from pimcloud.components.cache_hierarchy import PimCacheHierarchy
 from pimcloud.components.memory import PimStackMemory
 from pimcloud.components.processor import PimProcessor
+from pimcloud.kernel_args import DEFAULT_KERNEL_ARGS, DEFAULT_ROOT_DEVICE
 from pimcloud.topology import TopologyError, load_topology
-
-# gem5's TSC counts each CPU's own cycles (host and PIM clocks differ), so the guest
-# keeps time on the board's HPET and treats the TSC as unstable.  gem5's CPUs need no
-# INIT-to-SIPI settling time: without cpu_init_udelay=0 Linux busy-waits 10 ms of
-# simulated time per secondary CPU (CPU family 0xf), which the atomic boot pays in full.
-DEFAULT_KERNEL_ARGS = (
-    "console=ttyS0 earlyprintk=ttyS0 tsc=unstable clocksource=hpet lpj=7999923 "
-    "cpu_init_udelay=0 "
-    "root={root} rw init=/sbin/pimcloud-init pimcloud.backend=gem5"
-)
 
 
 def parse_args() -> argparse.Namespace:
@@ -49,7 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--topology", required=True, help="preset name or .toml path")
     parser.add_argument("--kernel", required=True, help="uncompressed vmlinux")
     parser.add_argument("--disk", required=True, help="root filesystem image")
-    parser.add_argument("--root-device", default="/dev/sda",
+    parser.add_argument("--root-device", default=DEFAULT_ROOT_DEVICE,
                         help="the guest's name for the disk (/dev/hda with legacy IDE)")
     parser.add_argument("--kernel-args", default=None,
                         help="the whole kernel command line (default: console, TSC clock, "

@@ -30,6 +30,7 @@ from pimcloud.gem5_session import (
     read_boot,
     restore_mode,
 )
+from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.topology import load_topology
 
 from .guest_scenario import write_scenario
@@ -117,18 +118,23 @@ class Checkpoints:
 
     def key(self, topology: str) -> CheckpointKey:
         parts = self._boot_inputs(topology, self.kernel, self.image,
-                                  self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu)
+                                  self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
+                                  self._kernel_args())
         text = json.dumps({**parts, "gem5": self.gem5_version}, sort_keys=True)
         return CheckpointKey(topology, hashlib.sha256(text.encode()).hexdigest()[:16])
 
+    def _kernel_args(self) -> str:
+        return expected_kernel_args(self.spec.gem5.extra_args)
+
     def _boot_inputs(self, topology: str, kernel: Path, image: Path, mem_divisor: int,
-                     boot_cpu: str) -> dict[str, Any]:
+                     boot_cpu: str, kernel_args: str | None) -> dict[str, Any]:
         """What a boot's checkpoint depends on, besides the gem5 binary."""
         self.root.mkdir(parents=True, exist_ok=True)
         digests = self.root / ".digests.json"
         return {"topology": repr(load_topology(topology)),
                 "kernel": file_digest(kernel, digests), "image": file_digest(image, digests),
-                "mem_divisor": mem_divisor, "boot_cpu": boot_cpu}
+                "mem_divisor": mem_divisor, "boot_cpu": boot_cpu,
+                "kernel_args": kernel_args}
 
     def folder(self, key: CheckpointKey) -> Path:
         return self.root / key.folder_name
@@ -153,13 +159,16 @@ class Checkpoints:
             return key
         record = read_boot(booted)
         wanted = self._boot_inputs(topology, self.kernel, self.image,
-                                   self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu)
+                                   self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
+                                   self._kernel_args())
         found = self._boot_inputs(record["topology"], Path(record["kernel"]),
                                   Path(record["image"]), record["mem_divisor"],
-                                  record.get("boot_cpu", "atomic"))
+                                  record.get("boot_cpu", "atomic"),
+                                  booted_kernel_args(booted / "m5out"))
         differ = [name for name in wanted if wanted[name] != found[name]]
         if differ:
-            shown = {"mem_divisor", "boot_cpu"}  # the others are model text and digests
+            # The others are model text and digests.
+            shown = {"mem_divisor", "boot_cpu", "kernel_args"}
             detail = "; ".join(f"{name}: {found[name]} there, {wanted[name]} here"
                                if name in shown else f"{name} differs" for name in differ)
             raise ValueError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from pimcloud.atomic import atomic_write_text
 from pimcloud.gem5_cli import gem5_inputs
 from pimcloud.gem5_runner import Gem5Missing
 from pimcloud.gem5_session import boot, read_boot, restore
+from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.topology import cpus, load_topology
 from pimcloud.topology.parse import preset_names
 
@@ -78,6 +80,10 @@ def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> di
     inputs = gem5_inputs(name, None, None, mem_divisor)
     try:
         record = read_boot(folder / "boot")
+        if booted_kernel_args(folder / "boot" / "m5out") != expected_kernel_args():
+            # Booted with another kernel command line (an older bundle): boot again.
+            shutil.rmtree(folder / "boot")
+            raise ValueError("stale boot")
     except ValueError:
         report = boot(inputs, folder / "boot")
         if not report.ok:

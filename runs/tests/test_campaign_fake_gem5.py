@@ -190,10 +190,18 @@ def test_changed_spec_is_refused(fake_gem5: Path, write_spec: Callable[..., Path
     assert len(prepare_campaign(grown, tmp_path / "out").runs()) == 6
 
 
-def _booted_folder(tmp_path: Path, mem_divisor: int) -> Path:
-    """What `pimcloud gem5 boot paper` leaves: boot.json, boot.log, ckpt/."""
-    folder = tmp_path / f"booted-{mem_divisor}"
+def _booted_folder(tmp_path: Path, mem_divisor: int, kernel_args: str | None = None,
+                   name: str = "") -> Path:
+    """What `pimcloud gem5 boot paper` leaves: boot.json, boot.log, ckpt/, and m5out/
+    with the guest's console (which shows its kernel command line)."""
+    from pimcloud.kernel_args import expected_kernel_args
+
+    folder = tmp_path / f"booted-{mem_divisor}{name}"
     (folder / "ckpt").mkdir(parents=True)
+    (folder / "m5out").mkdir()
+    (folder / "m5out" / "board.pc.com_1.device").write_text(
+        "[    0.000000] Linux version 6.1\n"
+        f"[    0.000000] Command line: {kernel_args or expected_kernel_args()}\n")
     (folder / "ckpt" / "m5.cpt").write_text("[root]\n")
     (folder / "boot.log").write_text("Exiting @ tick 500000000000 because checkpoint\n")
     (folder / "boot.json").write_text(json.dumps({
@@ -213,6 +221,11 @@ def test_checkpoint_from_a_gem5_boot_is_restored_not_booted_again(
     campaign = prepare_campaign(write_spec(), tmp_path / "out")
     other_size = adopt_checkpoint(campaign, _booted_folder(tmp_path, mem_divisor=8))
     assert other_size is not None and "mem_divisor" in other_size
+    # A boot with another kernel command line (here: MWAIT idle) holds another guest.
+    other_args = adopt_checkpoint(campaign, _booted_folder(
+        tmp_path, mem_divisor=1, name="-mwait",
+        kernel_args="console=ttyS0 root=/dev/sda rw init=/sbin/pimcloud-init"))
+    assert other_args is not None and "kernel_args" in other_args and "idle=halt" in other_args
     booted = _booted_folder(tmp_path, mem_divisor=1)
     assert adopt_checkpoint(campaign, booted) is None
     assert execute(campaign, "local", jobs=2, live=False) == 0
