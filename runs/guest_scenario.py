@@ -125,6 +125,10 @@ def harness_command(run: Run, index: int, backend: str) -> list[str]:
     # when every app asked, the dumps would multiply.
     if backend == "gem5" and run.spec.gem5.harness_hooks and index == 0:
         command.append("--gem5")
+    if backend == "gem5":
+        # gem5 records each app's requests as its own work item type
+        # (system.work_item_type<index>), in the order of the run's apps.
+        command += ["--gem5-work-type", str(index)]
     if fast_forwarded(run, backend):
         command += ["--ready-file", f"/run/pimcloud/ready-{app.name}",
                     "--start-file", START_FILE]

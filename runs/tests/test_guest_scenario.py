@@ -57,6 +57,11 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
     assert command[command.index("--start-file") + 1] == START_FILE
     assert "--control-file" in command  # the agent's profiling requests are answered
     assert "--start-file" not in harness_command(run, 0, "qemu")
+    # Each app's requests are their own gem5 work item type, below gem5's 16.
+    types = [harness_command(run, i, "gem5") for i in range(len(run.apps))]
+    assert [c[c.index("--gem5-work-type") + 1] for c in types] == \
+        [str(i) for i in range(len(run.apps))]
+    assert "--gem5-work-type" not in harness_command(run, 0, "qemu")
     script = run_script(run, "gem5")
     # Run the barrier with the real m5 command (native backend: a logged no-op): the
     # services' ready files exist, so it switches and creates the start file.
@@ -76,3 +81,17 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
     assert "switching to the detailed cores" in done.stdout
     assert "switchcpu" in done.stderr  # m5 logged the op it would run in gem5
     assert (tmp_path / "start").exists()
+
+
+def test_the_harness_takes_the_work_type_the_campaign_gives(tmp_path: Path) -> None:
+    synthetic = program_candidates("pimcloud-synthetic")
+    if not synthetic:
+        pytest.skip("the workloads are not built (make cxx)")
+    common = [str(synthetic[0]), "--rps", "2000", "--requests", "20", "--warmup", "0",
+              "--threads", "1", "--out", str(tmp_path / "out")]
+    done = subprocess.run([*common, "--gem5-work-type", "1"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    refused = subprocess.run([*common, "--gem5-work-type", "16"], capture_output=True,
+                             text=True, check=False, timeout=60)
+    assert refused.returncode == 2 and "num_work_ids" in refused.stderr

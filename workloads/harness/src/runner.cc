@@ -365,6 +365,7 @@ std::string usage(const std::string& app) {
   --check-every N   check every Nth answer (0 = never)
   --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
+  --gem5-work-type N  gem5 work item type of this service's requests (0; below 16)
   --ready-file F    create F once the service has loaded its data
   --start-file F    then wait for F to exist before generating any load
   --host H --port P TCP modes
@@ -408,6 +409,22 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--start-file") o.start_file = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
     else if (flag == "--gem5") o.gem5 = true;
+    else if (flag == "--gem5-work-type") {
+      const std::string text = value();
+      std::size_t used = 0;
+      unsigned long long type = 0;
+      try {
+        type = std::stoull(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || text.empty() || text[0] == '-' || type >= kMaxWorkTypes) {
+        throw std::invalid_argument("--gem5-work-type " + text + ": give a whole number below " +
+                                    std::to_string(kMaxWorkTypes) +
+                                    " (gem5's num_work_ids), one per service of a run");
+      }
+      o.gem5_work_type = type;
+    }
     else if (flag == "--log-answers") o.log_answers = true;
     else if (flag == "--host") o.host = value();
     else if (flag == "--port") o.port = static_cast<int>(to_int(flag, value()));

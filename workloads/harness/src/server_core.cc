@@ -70,7 +70,7 @@ ServerCore::ServerCore(Service& service, const HarnessOptions& options)
       options_(options),
       stats_(options.app, options.threads),
       publisher_(options.stats_file, options.stats_socket),
-      hooks_(make_sim_hooks(options.gem5)),
+      hooks_(make_sim_hooks(options.gem5, options.gem5_work_type)),
       tids_(static_cast<std::size_t>(options.threads), 0),
       probe_rng_(options.seed * 0xD1B54A32D192ED03ULL + 7) {}
 

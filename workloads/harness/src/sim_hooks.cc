@@ -1,9 +1,10 @@
 #include "pimcloud/harness/sim_hooks.h"
 
 #include <stdexcept>
+#include <string>
 
 #ifdef PIMCLOUD_HAVE_M5OPS
-#include "m5ops.h"  // guest/m5: work ids are the request id and the worker index
+#include "m5ops.h"  // guest/m5
 #endif
 
 namespace pimcloud::harness {
@@ -12,11 +13,20 @@ namespace pimcloud::harness {
 namespace {
 class M5Hooks final : public SimHooks {
  public:
-  void work_begin(std::uint64_t id, std::uint64_t worker) override {
-    m5_work_begin(id, worker);
+  M5Hooks(std::uint64_t work_type, bool dumps) : work_type_(work_type), dumps_(dumps) {}
+  void work_begin(std::uint64_t, std::uint64_t worker) override {
+    m5_work_begin(work_type_, worker);
   }
-  void work_end(std::uint64_t id, std::uint64_t worker) override { m5_work_end(id, worker); }
-  void dump_reset_stats() override { m5_dump_reset_stats(0, 0); }
+  void work_end(std::uint64_t, std::uint64_t worker) override {
+    m5_work_end(work_type_, worker);
+  }
+  void dump_reset_stats() override {
+    if (dumps_) m5_dump_reset_stats(0, 0);
+  }
+
+ private:
+  std::uint64_t work_type_;
+  bool dumps_;
 };
 }  // namespace
 bool m5ops_available() { return true; }
@@ -24,10 +34,17 @@ bool m5ops_available() { return true; }
 bool m5ops_available() { return false; }
 #endif
 
-std::unique_ptr<SimHooks> make_sim_hooks(bool under_gem5) {
+std::unique_ptr<SimHooks> make_sim_hooks(bool under_gem5, std::uint64_t work_type) {
+  if (work_type >= kMaxWorkTypes) {
+    throw std::invalid_argument("gem5 work type " + std::to_string(work_type) +
+                                " is not below gem5's num_work_ids (" +
+                                std::to_string(kMaxWorkTypes) + "): give a smaller one");
+  }
 #ifdef PIMCLOUD_HAVE_M5OPS
   // Also on when the guest's kernel command line says gem5 (pimcloud.backend=gem5).
-  if (under_gem5 || m5_backend() == M5_BACKEND_GEM5) return std::make_unique<M5Hooks>();
+  if (under_gem5 || m5_backend() == M5_BACKEND_GEM5) {
+    return std::make_unique<M5Hooks>(work_type, under_gem5);
+  }
 #else
   if (under_gem5) {
     throw std::runtime_error(

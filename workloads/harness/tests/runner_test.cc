@@ -146,6 +146,20 @@ TEST(Runner, ControlSocketAnswersReplicationRequests) {
   runner.join();
 }
 
+TEST(Runner, Gem5WorkTypeStaysBelowGem5sWorkIds) {
+  const auto o = parse_options("x", {"--seconds", "1", "--gem5-work-type", "3"});
+  EXPECT_EQ(o.gem5_work_type, 3u);
+  EXPECT_EQ(parse_options("x", {"--seconds", "1"}).gem5_work_type, 0u);
+  for (const char* bad : {"16", "-1", "2x", ""}) {
+    try {
+      parse_options("x", {"--seconds", "1", "--gem5-work-type", bad});
+      FAIL() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("num_work_ids"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Runner, BadOptionsAreNamed) {
   EXPECT_THROW(parse_options("x", {"--rps", "-3", "--seconds", "1"}), std::invalid_argument);
   EXPECT_THROW(parse_options("x", {"--rps", "10"}), std::invalid_argument);

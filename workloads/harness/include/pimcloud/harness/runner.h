@@ -33,6 +33,7 @@ struct HarnessOptions {
                               // (a gem5 run switches to detailed cores in between)
   std::uint64_t interval_ns = 100'000'000;
   bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
+  std::uint64_t gem5_work_type = 0;  // gem5 work item type of this service's requests
   long long check_every = 0;  // check every Nth answer (0 = never)
   bool log_answers = false;   // keep checked answers (answers.tsv in out_dir)
   std::string host = "127.0.0.1";
