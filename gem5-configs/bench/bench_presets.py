@@ -80,16 +80,24 @@ def window_figures(stats_file: Path) -> dict[str, float]:
             "sim_us_per_host_s": sim_s * 1e6 / host_s, "insts_per_host_s": insts / host_s}
 
 
+def current_boot(folder: Path) -> dict[str, Any] | None:
+    """The boot record in ``folder``, or None when there is none or it was made with
+    another kernel command line (an older bundle; the stale folder is removed)."""
+    try:
+        record = read_boot(folder)
+    except ValueError:
+        return None
+    if booted_kernel_args(folder / "m5out") != expected_kernel_args():
+        shutil.rmtree(folder)
+        return None
+    return record
+
+
 def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> dict[str, Any]:
     folder = out / name
     inputs = gem5_inputs(name, None, None, mem_divisor)
-    try:
-        record = read_boot(folder / "boot")
-        if booted_kernel_args(folder / "boot" / "m5out") != expected_kernel_args():
-            # Booted with another kernel command line (an older bundle): boot again.
-            shutil.rmtree(folder / "boot")
-            raise ValueError("stale boot")
-    except ValueError:
+    record = current_boot(folder / "boot")
+    if record is None:
         report = boot(inputs, folder / "boot")
         if not report.ok:
             return {"preset": name, "ok": False, "problems": report.problems}
