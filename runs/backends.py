@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.file_digest import file_digest
 from pimcloud.gem5_runner import gem5_binary
 from pimcloud.gem5_session import (
     CONSOLE_FILES,
@@ -70,28 +71,6 @@ def log_tail(path: Path, lines: int = 30) -> str:
 
 # ----------------------------------------------------------------------------- checkpoints
 
-def file_digest(path: Path, cache: Path | None = None) -> str:
-    """sha256 of a (large) file, remembered by path, size and mtime in ``cache``."""
-    stat = path.stat()
-    stamp = f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-    known: dict[str, str] = {}
-    if cache is not None and cache.is_file():
-        try:
-            known = json.loads(cache.read_text())
-        except ValueError:
-            known = {}
-    if stamp in known:
-        return known[stamp]
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    value = digest.hexdigest()
-    if cache is not None:
-        known[stamp] = value
-        atomic_write_text(cache, json.dumps(known, indent=1) + "\n")
-    return value
-
 
 @dataclass(frozen=True)
 class CheckpointKey:
@@ -117,7 +96,7 @@ class Checkpoints:
                           self.spec.gem5.mem_divisor, tuple(self.spec.gem5.extra_args))
 
     def key(self, topology: str) -> CheckpointKey:
-        parts = self._boot_inputs(topology, self.kernel, self.image,
+        parts = self._boot_inputs(topology, self._input_digests(),
                                   self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
                                   self._kernel_args())
         text = json.dumps({**parts, "gem5": self.gem5_version}, sort_keys=True)
@@ -126,13 +105,18 @@ class Checkpoints:
     def _kernel_args(self) -> str:
         return expected_kernel_args(self.spec.gem5.extra_args)
 
-    def _boot_inputs(self, topology: str, kernel: Path, image: Path, mem_divisor: int,
+    def _input_digests(self) -> dict[str, str]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        cache = self.root / ".digests.json"
+        return {"kernel": file_digest(self.kernel, cache),
+                "image": file_digest(self.image, cache)}
+
+    @staticmethod
+    def _boot_inputs(topology: str, digests: dict[str, str], mem_divisor: int,
                      boot_cpu: str, kernel_args: str | None) -> dict[str, Any]:
         """What a boot's checkpoint depends on, besides the gem5 binary."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        digests = self.root / ".digests.json"
         return {"topology": repr(load_topology(topology)),
-                "kernel": file_digest(kernel, digests), "image": file_digest(image, digests),
+                "kernel": digests["kernel"], "image": digests["image"],
                 "mem_divisor": mem_divisor, "boot_cpu": boot_cpu,
                 "kernel_args": kernel_args}
 
@@ -158,11 +142,17 @@ class Checkpoints:
             log(f"checkpoint: the store already holds {self.folder(key)}")
             return key
         record = read_boot(booted)
-        wanted = self._boot_inputs(topology, self.kernel, self.image,
+        if not isinstance(record.get("input_sha256"), dict):
+            # Its kernel and image files may have been rebuilt in place since.
+            raise ValueError(
+                f"{booted}/boot.json does not record the digests of the kernel and image it "
+                "booted (a boot made before they were recorded); boot again with "
+                "`pimcloud gem5 boot`, or leave out the checkpoint so the campaign boots its own")
+        wanted = self._boot_inputs(topology, self._input_digests(),
                                    self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
                                    self._kernel_args())
-        found = self._boot_inputs(record["topology"], Path(record["kernel"]),
-                                  Path(record["image"]), record["mem_divisor"],
+        found = self._boot_inputs(record["topology"], record["input_sha256"],
+                                  record["mem_divisor"],
                                   record.get("boot_cpu", "atomic"),
                                   booted_kernel_args(booted / "m5out"))
         differ = [name for name in wanted if wanted[name] != found[name]]

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.file_digest import file_digest
 from pimcloud.gem5_cli import gem5_inputs
 from pimcloud.gem5_runner import Gem5Missing
-from pimcloud.gem5_session import boot, read_boot, restore
+from pimcloud.gem5_session import Gem5Inputs, boot, read_boot, restore
 from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.topology import cpus, load_topology
 from pimcloud.topology.parse import preset_names
@@ -80,14 +81,16 @@ def window_figures(stats_file: Path) -> dict[str, float]:
             "sim_us_per_host_s": sim_s * 1e6 / host_s, "insts_per_host_s": insts / host_s}
 
 
-def current_boot(folder: Path) -> dict[str, Any] | None:
-    """The boot record in ``folder``, or None when there is none or it was made with
-    another kernel command line (an older bundle; the stale folder is removed)."""
+def current_boot(folder: Path, inputs: Gem5Inputs) -> dict[str, Any] | None:
+    """The boot record in ``folder``, or None when there is none or it was made from other
+    inputs: another kernel command line, kernel or image (the stale folder is removed)."""
     try:
         record = read_boot(folder)
     except ValueError:
         return None
-    if booted_kernel_args(folder / "m5out") != expected_kernel_args():
+    digests = {"kernel": file_digest(inputs.kernel), "image": file_digest(inputs.image)}
+    if (booted_kernel_args(folder / "m5out") != expected_kernel_args()
+            or record.get("input_sha256") != digests):
         shutil.rmtree(folder)
         return None
     return record
@@ -96,7 +99,7 @@ def current_boot(folder: Path) -> dict[str, Any] | None:
 def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> dict[str, Any]:
     folder = out / name
     inputs = gem5_inputs(name, None, None, mem_divisor)
-    record = current_boot(folder / "boot")
+    record = current_boot(folder / "boot", inputs)
     if record is None:
         report = boot(inputs, folder / "boot")
         if not report.ok:

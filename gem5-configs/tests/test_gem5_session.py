@@ -4,6 +4,7 @@ would) tests the host logic here; the real boot runs when $GEM5 is set."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -84,6 +85,9 @@ def test_boot_checks_the_guest_nodes_and_restore_returns_results(
     assert report.tick == 2 * 10**12 and report.clocksource == "hpet"
     record = read_boot(tmp_path / "ckpt-paper")
     assert record["simulated_seconds"] == 2.0 and len(record["nodes"]) == 3
+    assert record["input_sha256"] == {
+        "kernel": hashlib.sha256(b"kernel").hexdigest(),
+        "image": hashlib.sha256(b"image").hexdigest()}
     scenario = tmp_path / "scenario"
     scenario.mkdir()
     (scenario / "run.sh").write_text("echo hi\n")

@@ -191,9 +191,11 @@ def test_changed_spec_is_refused(fake_gem5: Path, write_spec: Callable[..., Path
 
 
 def _booted_folder(tmp_path: Path, mem_divisor: int, kernel_args: str | None = None,
-                   name: str = "") -> Path:
-    """What `pimcloud gem5 boot paper` leaves: boot.json, boot.log, ckpt/, and m5out/
-    with the guest's console (which shows its kernel command line)."""
+                   name: str = "", digests: bool = True) -> Path:
+    """What `pimcloud gem5 boot paper` leaves: boot.json (with the digests of the kernel
+    and image it booted), boot.log, ckpt/, and m5out/ with the guest's console (which
+    shows its kernel command line)."""
+    from pimcloud.file_digest import file_digest
     from pimcloud.kernel_args import expected_kernel_args
 
     folder = tmp_path / f"booted-{mem_divisor}{name}"
@@ -209,8 +211,26 @@ def _booted_folder(tmp_path: Path, mem_divisor: int, kernel_args: str | None = N
         "tick": 500_000_000_000, "simulated_seconds": 0.5, "host_seconds": 60.0,
         "gem5": "gem5.opt", "kernel": str(tmp_path / "vmlinux"),
         "image": str(tmp_path / "disk.img"), "command": ["gem5.opt"], "problems": [],
-        "created": "2026-11-22T12:00:00+0000"}))
+        "created": "2026-11-22T12:00:00+0000",
+        **({"input_sha256": {"kernel": file_digest(tmp_path / "vmlinux"),
+                             "image": file_digest(tmp_path / "disk.img")}} if digests else {})}))
     return folder
+
+
+def test_checkpoint_from_a_boot_of_an_image_since_rebuilt_is_refused(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """The checkpoint holds the guest's page cache of the image it booted: restoring it
+    over an image rebuilt at the same path made every guest program fail to exec."""
+    from pimcloud.runs.cli import adopt_checkpoint
+
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    booted = _booted_folder(tmp_path, mem_divisor=1)
+    (tmp_path / "disk.img").write_bytes(b"rebuilt image" * 100)
+    refused = adopt_checkpoint(campaign, booted)
+    assert refused is not None and "image differs" in refused
+    unrecorded = adopt_checkpoint(campaign, _booted_folder(
+        tmp_path, mem_divisor=1, name="-old", digests=False))
+    assert unrecorded is not None and "does not record the digests" in unrecorded
 
 
 def test_checkpoint_from_a_gem5_boot_is_restored_not_booted_again(
