@@ -68,6 +68,8 @@ def main() -> None:
                              "extrapolated linearly to --size-mb (default 100)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the files")
     args = parser.parse_args()
+    if args.dir is not None:
+        args.dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         big = Path(folder) / "stats-big.txt"
         small = Path(folder) / "stats-small.txt"
