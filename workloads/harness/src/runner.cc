@@ -71,6 +71,7 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
                        std::uint64_t& measured_ns) {
   ArrivalProcess arrivals(o.schedule, o.seed);
   Rng content(o.seed * 0x9E3779B97F4A7C15ULL + 1);  // request contents: own stream
+  precise_sleeps();  // best effort: without it arrivals are late by the timer slack
   const std::uint64_t t0 = now_ns() + 1'000'000;
   std::uint64_t id = 0, first_measured = 0, last = 0;
   while (!g_interrupted) {

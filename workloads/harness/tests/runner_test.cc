@@ -1,6 +1,7 @@
 #include "pimcloud/harness/runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -57,6 +58,24 @@ TEST(Runner, IntegratedModeRecordsEveryMeasuredRequest) {
     live_count += std::stoull(line.substr(at + 8));
   }
   EXPECT_EQ(live_count, 650u);  // every completion is in exactly one interval
+}
+
+TEST(Runner, TheLoadGeneratorSleepsWithoutTimerSlack) {
+  // The generator runs on the calling thread, here one with Linux's default slack (50 us;
+  // set explicitly, as threads inherit their creator's), which would make every arrival
+  // late by up to that much.
+  long slack_before = -1, slack_after = -1;
+  std::thread generator([&] {
+    prctl(PR_SET_TIMERSLACK, 50'000UL, 0UL, 0UL, 0UL);
+    slack_before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    const auto o = options("integrated");
+    SyntheticService service(o.service);
+    run(service, o);
+    slack_after = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  });
+  generator.join();
+  EXPECT_EQ(slack_before, 50'000);
+  EXPECT_EQ(slack_after, 1);
 }
 
 TEST(Runner, LoopbackTcpModeRecordsEveryMeasuredRequest) {

@@ -2,6 +2,7 @@
 // machine, so a loopback client and server (and the resource manager) agree on times.
 #pragma once
 
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <cstdint>
@@ -14,6 +15,13 @@ inline std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
+
+// Linux lets a normal thread's timed sleep end up to its timer slack (50 us by default)
+// late, to batch wake-ups. The load generator sleeps until each arrival time and latency
+// is counted from that time, so the slack would be charged to every request (measured:
+// kvstore sojourn p50 70 us for a 1.3 us service at 4000 RPS). The calling thread asks
+// for 1 ns instead; true when the kernel took it.
+inline bool precise_sleeps() { return prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0; }
 
 inline void sleep_until_ns(std::uint64_t t_ns) {
   timespec ts{};
