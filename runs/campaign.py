@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pimcloud.workloads.services import gem5_caveat
+
 from .backends import FUNCTIONAL_NOTE, Checkpoints, Gem5Backend, QemuBackend
 from .layout import DEFAULT_OUT, CampaignDir, default_checkpoint_root
 from .spec import CampaignSpec, Run, SpecError, load_spec, parse_spec, resolve_spec_path
@@ -138,6 +140,11 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         folder.write_record(record)
         return Campaign(folder, spec, record)
     chosen, gem5, version = choose_backend(backend or spec.backend, log)
+    if chosen == "gem5":
+        for app in sorted({app for run in spec.runs() for app in run.scenario.apps}):
+            caveat = gem5_caveat(app)
+            if caveat:
+                log(f"warning: app {app}: {caveat}")
     inputs = resolve_inputs(spec, chosen, log)
     record = {
         "name": spec.name,

@@ -257,3 +257,16 @@ def test_checkpoint_from_a_gem5_boot_is_restored_not_booted_again(
     assert (booted / "ckpt" / "m5.cpt").is_file()  # the booted folder stays whole
     meta = json.loads((adopted.parent / "meta.json").read_text())
     assert meta["adopted_from"] == str(booted)
+
+
+def test_a_gem5_campaign_warns_of_services_gem5_cannot_run(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    said: list[str] = []
+    prepare_campaign(write_spec(), tmp_path / "kv", log=said.append)
+    assert not [line for line in said if line.startswith("warning")]
+    with_oltp = write_spec("oltp", extra="").read_text().replace(
+        'apps = ["kvstore"]', 'apps = ["kvstore", "oltp"]')
+    (tmp_path / "oltp.toml").write_text(with_oltp)
+    prepare_campaign(tmp_path / "oltp.toml", tmp_path / "oltp", log=said.append)
+    warnings = [line for line in said if line.startswith("warning")]
+    assert len(warnings) == 1 and "app oltp" in warnings[0] and "x87" in warnings[0]
