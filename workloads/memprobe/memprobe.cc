@@ -286,7 +286,11 @@ void measure(const Prepared &prepared, const Options &options)
     if (options.m5Stats)
         m5_dump_stats(0, 0);
 #endif
-    const int cpu_after = sched_getcpu();
+    // getcpu(2) itself: glibc's sched_getcpu() reads the vDSO (LSL, which gem5 leaves
+    // unimplemented) when the kernel has no rseq, as ours does not.
+    unsigned cpu_now = 0;
+    const int cpu_after =
+        syscall(SYS_getcpu, &cpu_now, nullptr, nullptr) == 0 ? static_cast<int>(cpu_now) : -1;
     std::printf("{\"cpu\": %d, \"node\": %d, \"bytes\": %zu, \"loads\": %llu, "
                 "\"elapsed_ns\": %llu, \"ns_per_load\": %.3f, \"pages_on_node\": %zu, "
                 "\"pages_checked\": %zu, \"anon_huge_kib\": %llu, \"cpu_after\": %d, "

@@ -3,6 +3,7 @@
 #include <numaif.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,8 +13,11 @@
 namespace pimcloud::harness {
 
 int current_numa_node() {
+  // The system call, not glibc's getcpu(): that goes through the vDSO, which reads the
+  // CPU and node from a segment limit with LSL, an instruction gem5 v24.0.0.1 does not
+  // implement (it leaves the register as it was, so the node would be garbage).
   unsigned cpu = 0, node = 0;
-  if (getcpu(&cpu, &node) != 0) return 0;
+  if (syscall(SYS_getcpu, &cpu, &node, nullptr) != 0) return 0;
   return static_cast<int>(node);
 }
 

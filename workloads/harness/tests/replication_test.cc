@@ -1,8 +1,10 @@
 #include "pimcloud/harness/replication.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstring>
+#include <filesystem>
 
 using namespace pimcloud::harness;
 
@@ -30,4 +32,26 @@ TEST(Replication, MissingNodeIsNamed) {
   std::string error;
   EXPECT_FALSE(region.replicate(63, error));
   EXPECT_NE(error.find("node 63"), std::string::npos);
+}
+
+TEST(Replication, CurrentNodeIsTheNodeOfTheCpuWeRunOn) {
+  // Pinned to one CPU, the node must be the one sysfs lists that CPU under.
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved)) ++cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  int expected = -1;
+  for (int node = 0; node < numa_node_count(); ++node) {
+    if (std::filesystem::exists("/sys/devices/system/node/node" + std::to_string(node) +
+                                "/cpu" + std::to_string(cpu))) {
+      expected = node;
+    }
+  }
+  const int node = current_numa_node();
+  sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_EQ(node, expected < 0 ? 0 : expected);
 }
