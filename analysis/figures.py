@@ -215,11 +215,13 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
             continue
         scale = qos_ns.get(str(app)) if qos_ns else None
         y = data[tail] / scale if scale else data[tail] / 1e6
-        top.plot(data["t_s"], y, color=colour[str(app)], label=str(app))
+        # Markers too: a short run has one or two windows, which a bare line hides.
+        top.plot(data["t_s"], y, color=colour[str(app)], label=str(app), marker="o", ms=3)
     top.set_ylabel("p99 / QoS" if qos_ns else "p99 (ms)")
     if qos_ns:
         top.axhline(1.0, color="k", ls="--", lw=0.8)
     top.legend(fontsize=7)
+    drawn = False
     if cores is not None and len(cores):
         end = float(windows["t_s"].max()) if len(windows) else float(cores["t_s"].max())
         for app, data in cores.groupby("app", sort=True):
@@ -229,7 +231,13 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
             xs = np.concatenate([data["t_s"].to_numpy(), [max(end, data["t_s"].max())]])
             ys = np.concatenate([data["cores"].to_numpy(), [data["cores"].iloc[-1]]])
             bottom.step(xs, ys, where="post", color=colour[str(app)], label=str(app))
+            drawn = True
+    if drawn:
         bottom.legend(fontsize=7)
+    else:
+        bottom.text(0.5, 0.5, "no core allocations logged (the kernel's own scheduling)",
+                    transform=bottom.transAxes, ha="center", va="center", fontsize=8,
+                    color="0.4")
     bottom.set_ylabel("cores")
     bottom.yaxis.get_major_locator().set_params(integer=True)
     bottom.set_xlabel("time (s)")

@@ -318,16 +318,28 @@ def migrations_per_second(
                                        "migrations_per_s"])
 
 
-def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
-                  ) -> pd.DataFrame:
-    """Cores held by each app over time, from the decision log (for Fig. 11)."""
+def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app"),
+                  origin_ns: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Cores held by each app over time, from the decision log (for Fig. 11).
+
+    ``origin_ns``: per run, the time that is t = 0, on the guest's monotonic clock that the
+    agent and the harness share; give the run's first scheduled arrival so the cores line
+    up with :func:`windowed_percentiles` (decisions made before the load then have t < 0).
+    Without it, t = 0 is the run's first timed decision.
+    """
     _require(decisions, [*by, "t_ns"], "decisions")
     if "cores_after" not in decisions.columns:
         return pd.DataFrame(columns=[*by, "t_s", "cores"])
+    decisions = decisions.reset_index(drop=True)  # logs of several runs, concatenated
     frame = decisions.dropna(subset=["cores_after"])
-    origin = decisions.groupby("run_id", observed=True)["t_ns"].transform("min")
-    out = frame.assign(t_s=(frame["t_ns"] - origin.loc[frame.index]) / 1e9,
-                       cores=frame["cores_after"])
+    if origin_ns is not None:
+        origin = frame["run_id"].astype(str).map(origin_ns).astype(float)
+    else:
+        # The agent's start line carries no time (t_ns 0): it must not be the origin.
+        timed = decisions["t_ns"].where(decisions["t_ns"] > 0)
+        origin = timed.groupby(decisions["run_id"], observed=True).transform("min")
+        origin = origin.loc[frame.index]
+    out = frame.assign(t_s=(frame["t_ns"] - origin) / 1e9, cores=frame["cores_after"])
     return out[[*by, "t_s", "cores"]].reset_index(drop=True)
 
 

@@ -289,11 +289,14 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
     section = Section("Timelines", "p99 per 100 ms monitoring window and cores held "
                       "(Fig. 11 form).")
     for run_id in chosen:
-        windows = metrics.windowed_percentiles(timed[timed["run_id"] == run_id])
+        requests = timed[timed["run_id"] == run_id]
+        windows = metrics.windowed_percentiles(requests)
         cores = None
         if run_id in with_log:
+            origin = {run_id: float(requests["scheduled_ns"].min())
+                      if "scheduled_ns" in requests.columns else float(requests["end_ns"].min())}
             cores = metrics.core_timeline(campaign.decisions[campaign.decisions["run_id"]
-                                                              == run_id])
+                                                              == run_id], origin_ns=origin)
         figure = figures.timeline(windows, cores, qos_ns=qos or None)
         section.figures.append((f"run {run_id}", _save(figure, out, f"timeline_{run_id}")))
     yield section
@@ -336,6 +339,13 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     """A table as a person reads it: times in ms, no empty columns, loads in order.
     (The CSV beside it keeps nanoseconds and every column.)"""
     shown = table.dropna(axis=1, how="all").copy()
+    for column in [c for c in shown.columns if shown[c].map(_is_nested).any()]:
+        divisor = 1e6 if str(column).endswith("_ns") else 1.0
+        shown[column] = [_compact(value, divisor) for value in shown[column]]
+        if str(column).endswith("_ns"):
+            shown = shown.rename(columns={column: str(column).removesuffix("_ns") + "_ms"})
+    if "apps" in shown.columns and "mix" in shown.columns:
+        shown = shown.drop(columns="apps")  # the mix names them already
     for column in [c for c in shown.columns if str(c).endswith("_ns")]:
         # Request latencies read best in ms, memory latencies in ns.
         if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].abs().median() > 1e5:
@@ -345,6 +355,23 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
     if keys:
         shown = shown.sort_values(keys, kind="stable", na_position="first")
     return shown
+
+
+def _is_nested(value: Any) -> bool:
+    return isinstance(value, dict | list | tuple)
+
+
+def _compact(value: Any, divisor: float) -> Any:
+    """A per-app dict or a list as one short cell: "kvstore 4000, imgdnn 600"."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_number(item, divisor)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    return _number(value, divisor)
+
+
+def _number(value: Any, divisor: float) -> Any:
+    return f"{value / divisor:.4g}" if isinstance(value, int | float) else value
 
 
 def _save(figure: Any, out: Path, name: str) -> str:
@@ -364,6 +391,7 @@ table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 th { background: #f3f3f3; } figure { margin: 1em 0; } img { max-width: 100%; }
 figcaption { font-size: 0.85em; color: #555; } .caption { font-weight: 600; margin-top: 1em; }
+.wide { overflow-x: auto; }
 """
 
 
@@ -390,7 +418,8 @@ def _html(campaign: Campaign, sections: list[Section]) -> str:
         for name, table in section.tables:
             parts.append(f"<div class='caption'>{html.escape(name)} "
                          f"(<a href='tables/{_slug(name)}.csv'>CSV</a>)</div>")
-            parts.append(_display(table).to_html(index=False, float_format=lambda v: f"{v:.4g}",
-                                                 na_rep="", border=0))
+            shown = _display(table).to_html(index=False, float_format=lambda v: f"{v:.4g}",
+                                            na_rep="", border=0)
+            parts.append(f"<div class='wide'>{shown}</div>")
     parts.append("</body></html>")
     return "\n".join(parts)

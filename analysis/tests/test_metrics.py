@@ -93,6 +93,17 @@ def test_be_throughput_convergence_and_migrations() -> None:
     assert mig["migrations_per_s"].tolist() == [0.0, 0.5]
     timeline = metrics.core_timeline(decisions.assign(cores_after=decisions["to_cores"]))
     assert timeline.loc[timeline["run_id"] == "r", "t_s"].tolist() == [0.0, 0.5, 3.0]
+    # On the requests' clock: the first arrival at 1.2 s is t = 0, so the initial
+    # placement made before the load sits at t < 0, as in a real run.
+    aligned = metrics.core_timeline(decisions.assign(cores_after=decisions["to_cores"]),
+                                    origin_ns={"r": 1.2e9, "s": 0.0})
+    assert aligned.loc[aligned["run_id"] == "r", "t_s"].tolist() == pytest.approx(
+        [-0.2, 0.3, 2.8])
+    # The agent's start line has no time (t_ns 0): it is not the origin of its run.
+    started = pd.concat([decisions, pd.DataFrame({"run_id": ["r"], "t_ns": [0], "app": [""],
+                                                  "event": ["start"]})])
+    timeline = metrics.core_timeline(started.assign(cores_after=started["to_cores"]))
+    assert timeline.loc[timeline["run_id"] == "r", "t_s"].tolist() == [0.0, 0.5, 3.0]
 
 
 def test_seed_003_estimate_on_gem5_miss_latency() -> None:

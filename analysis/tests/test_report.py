@@ -186,3 +186,16 @@ def test_report_renders_in_headless_chromium(demo_campaign: Path, tmp_path: Path
     assert inked > 0.01 * len(pixels)
     # Text and table rules are grey; only the loaded figures bring saturated colour.
     assert coloured > 2000, f"only {coloured} coloured pixels: did the figures load?"
+
+
+def test_per_app_dicts_show_as_one_short_cell() -> None:
+    from pimcloud.analysis.report import _display
+
+    runs = pd.DataFrame({"run_id": ["a"], "apps": [["kvstore", "imgdnn"]],
+                         "mix": ["kvstore+imgdnn"],
+                         "rps": [{"kvstore": 4000.0, "imgdnn": 600.0}],
+                         "qos_ns": [{"kvstore": 1e6, "imgdnn": 7e6}]})
+    shown = _display(runs)
+    assert "apps" not in shown.columns  # the mix names them
+    assert shown["rps"].tolist() == ["kvstore 4000, imgdnn 600"]
+    assert shown["qos_ms"].tolist() == ["kvstore 1, imgdnn 7"]
