@@ -258,6 +258,12 @@ def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
     return out.rename("throughput").reset_index()
 
 
+def _untimed_start(decisions: pd.DataFrame) -> pd.Series:
+    """The agent's start line: t_ns 0 means no time, so it is no run's origin."""
+    event = decisions["event"] if "event" in decisions.columns else ""
+    return (decisions["t_ns"] == 0) & (event == "start")
+
+
 def convergence_time(
     decisions: pd.DataFrame, by: Sequence[str] = ("run_id",), start_ns: str | None = None
 ) -> pd.DataFrame:
@@ -265,13 +271,15 @@ def convergence_time(
 
     Convergence is the first ``converged`` / ``infeasible`` / ``oversubscribed`` event
     in the decision log; without one, the last event that changed an allocation
-    (``to_cores`` or ``pages_moved``).  The start is the first record of the run, or
-    the column ``start_ns`` when given.  ``converged`` tells which rule applied.
+    (``to_cores`` or ``pages_moved``).  The start is the first timed record of the run
+    (the agent's start line carries t_ns 0, no time), or the column ``start_ns`` when
+    given.  ``converged`` tells which rule applied.
     """
     _require(decisions, [*by, "t_ns", "event"], "decisions")
     rows = []
     for key, group in decisions.groupby(list(by), observed=True, sort=True):
-        start = group[start_ns].min() if start_ns else group["t_ns"].min()
+        timed = group["t_ns"][~_untimed_start(group)]
+        start = group[start_ns].min() if start_ns else (timed.min() if len(timed) else 0)
         ending = group[group["event"].isin(CONVERGENCE_EVENTS)]
         if len(ending):
             end, how = ending["t_ns"].iloc[0], str(ending["event"].iloc[0])
@@ -335,8 +343,7 @@ def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
     if origin_ns is not None:
         origin = frame["run_id"].astype(str).map(origin_ns).astype(float)
     else:
-        # The agent's start line carries no time (t_ns 0): it must not be the origin.
-        timed = decisions["t_ns"].where(decisions["t_ns"] > 0)
+        timed = decisions["t_ns"].where(~_untimed_start(decisions))
         origin = timed.groupby(decisions["run_id"], observed=True).transform("min")
         origin = origin.loc[frame.index]
     out = frame.assign(t_s=(frame["t_ns"] - origin) / 1e9, cores=frame["cores_after"])

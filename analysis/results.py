@@ -148,6 +148,12 @@ def read_decision_log(path: str | os.PathLike[str]) -> pd.DataFrame:
     for source, target in (("from_cores", "cores_before"), ("to_cores", "cores_after")):
         if source in frame.columns:
             frame[target] = frame[source].map(_core_count).astype(float)
+            # The agent writes [] on events that move no cores (concentrate, profile):
+            # no information, not "0 cores"; only an exit gives an app's cores back.
+            empty = frame[source].map(lambda v: isinstance(v, list | tuple) and not v)
+            if "event" in frame.columns:
+                empty &= frame["event"] != "exit"
+            frame.loc[empty, target] = np.nan
     if "pages_moved" in frame.columns:
         frame["pages_moved"] = frame["pages_moved"].fillna(0).astype(np.int64)
     return frame.sort_values("t_ns", kind="stable").reset_index(drop=True)
