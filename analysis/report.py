@@ -13,6 +13,7 @@ mix); ``qos_ns`` (a number or ``{app: ns}``); ``system`` / ``arch`` / ``placemen
 from __future__ import annotations
 
 import html
+import json
 import numbers
 import os
 from collections.abc import Iterator, Mapping
@@ -125,11 +126,36 @@ def build_report(
     return index
 
 
+def failed_attempts(root: Path) -> pd.DataFrame:
+    """Every failed attempt the campaign folder keeps (failed/<run>/attempt-N/failure.json),
+    finished later or not: run, attempt, why it ended, host and simulated seconds."""
+    rows = []
+    for record in sorted(Path(root).glob("failed/*/attempt-*/failure.json")):
+        try:
+            data = json.loads(record.read_text())
+        except (OSError, ValueError):
+            data = {}
+        rows.append({"run_id": record.parent.parent.name, "attempt": record.parent.name,
+                     "exit_cause": data.get("exit_cause"),
+                     "host_seconds": data.get("host_seconds"),
+                     "simulated_seconds": data.get("simulated_seconds")})
+    return pd.DataFrame(rows, columns=["run_id", "attempt", "exit_cause", "host_seconds",
+                                       "simulated_seconds"])
+
+
 def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float
               ) -> Iterator[Section]:
     axes = _hashable_axes(campaign)
     runs = campaign.runs.drop(columns=["run_dir", "execution"], errors="ignore")
-    yield Section("Runs", f"{len(runs)} runs below {campaign.root}.", [("runs", runs)])
+    failed = failed_attempts(campaign.root)
+    text = f"{len(runs)} runs below {campaign.root}."
+    tables: list[tuple[str, pd.DataFrame]] = [("runs", runs)]
+    if len(failed):
+        unfinished = sorted(set(failed["run_id"]) - set(runs["run_id"]))
+        text += (f" {len(failed)} failed attempt(s); not finished: "
+                 f"{', '.join(unfinished) or 'none'}.")
+        tables.append(("failed attempts", failed))
+    yield Section("Runs", text, tables)
 
     if campaign.requests.empty:
         yield Section("Latency", "No latency records (lats.bin or requests tables) found.")
@@ -371,7 +397,14 @@ def _compact(value: Any, divisor: float) -> Any:
 
 
 def _number(value: Any, divisor: float) -> Any:
-    return f"{value / divisor:.4g}" if isinstance(value, int | float) else value
+    return _format_number(value / divisor) if isinstance(value, int | float) else value
+
+
+def _format_number(value: float) -> str:
+    """Four significant digits, but whole numbers in full (10000, not 1e+04)."""
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value)}"
+    return f"{value:.4g}"
 
 
 def _save(figure: Any, out: Path, name: str) -> str:
@@ -418,7 +451,7 @@ def _html(campaign: Campaign, sections: list[Section]) -> str:
         for name, table in section.tables:
             parts.append(f"<div class='caption'>{html.escape(name)} "
                          f"(<a href='tables/{_slug(name)}.csv'>CSV</a>)</div>")
-            shown = _display(table).to_html(index=False, float_format=lambda v: f"{v:.4g}",
+            shown = _display(table).to_html(index=False, float_format=_format_number,
                                             na_rep="", border=0)
             parts.append(f"<div class='wide'>{shown}</div>")
     parts.append("</body></html>")

@@ -199,3 +199,20 @@ def test_per_app_dicts_show_as_one_short_cell() -> None:
     assert "apps" not in shown.columns  # the mix names them
     assert shown["rps"].tolist() == ["kvstore 4000, imgdnn 600"]
     assert shown["qos_ms"].tolist() == ["kvstore 1, imgdnn 7"]
+
+
+def test_failed_attempts_are_listed_and_numbers_stay_whole(tmp_path: Path) -> None:
+    from pimcloud.analysis.report import _format_number, failed_attempts
+
+    attempt = tmp_path / "failed" / "load-0.5_manager-default" / "attempt-1"
+    attempt.mkdir(parents=True)
+    (attempt / "failure.json").write_text(json.dumps(
+        {"exit_cause": "simulated-time-limit", "host_seconds": 2964.7,
+         "simulated_seconds": 2.24}))
+    (tmp_path / "failed" / "x" / "attempt-2").mkdir(parents=True)
+    (tmp_path / "failed" / "x" / "attempt-2" / "failure.json").write_text("{trunc")
+    table = failed_attempts(tmp_path)
+    assert table["run_id"].tolist() == ["load-0.5_manager-default", "x"]
+    assert table["exit_cause"].iloc[0] == "simulated-time-limit"
+    assert pd.isna(table["exit_cause"].iloc[1])  # a damaged record still shows its run
+    assert _format_number(10000.0) == "10000" and _format_number(0.62039) == "0.6204"
