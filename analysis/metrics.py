@@ -42,6 +42,14 @@ def latency_percentiles(
     return frame.reset_index()
 
 
+def first_arrival_ns(requests: pd.DataFrame, time: str = "end_ns") -> dict[str, float]:
+    """Per run, its first scheduled arrival (``time`` when arrivals are not recorded):
+    t = 0 of the run's windows and timelines."""
+    column = "scheduled_ns" if "scheduled_ns" in requests.columns else time
+    first = requests.groupby("run_id", observed=True)[column].min()
+    return {str(run): float(value) for run, value in first.items()}
+
+
 def windowed_percentiles(
     requests: pd.DataFrame,
     window_ns: int = MONITORING_INTERVAL_NS,
@@ -56,8 +64,7 @@ def windowed_percentiles(
     colocated apps line up; ``t_s`` is the window's start in seconds from there.
     """
     _require(requests, [*by, time, latency, "run_id"], "requests")
-    origin_column = "scheduled_ns" if "scheduled_ns" in requests.columns else time
-    origin = requests.groupby("run_id", observed=True)[origin_column].transform("min")
+    origin = requests["run_id"].astype(str).map(first_arrival_ns(requests, time)).astype(float)
     frame = requests.assign(window=((requests[time] - origin) // window_ns).astype(np.int64))
     out = latency_percentiles(frame, by=[*by, "window"], latency=latency,
                               percentiles=percentiles)

@@ -319,10 +319,9 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
         windows = metrics.windowed_percentiles(requests)
         cores = None
         if run_id in with_log:
-            origin = {run_id: float(requests["scheduled_ns"].min())
-                      if "scheduled_ns" in requests.columns else float(requests["end_ns"].min())}
             cores = metrics.core_timeline(campaign.decisions[campaign.decisions["run_id"]
-                                                              == run_id], origin_ns=origin)
+                                                              == run_id],
+                                          origin_ns=metrics.first_arrival_ns(requests))
         figure = figures.timeline(windows, cores, qos_ns=qos or None)
         section.figures.append((f"run {run_id}", _save(figure, out, f"timeline_{run_id}")))
     yield section

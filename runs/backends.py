@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.file_digest import file_digest
+from pimcloud.file_digest import input_digests
 from pimcloud.gem5_runner import gem5_binary
 from pimcloud.gem5_session import (
     CONSOLE_FILES,
@@ -107,9 +107,7 @@ class Checkpoints:
 
     def _input_digests(self) -> dict[str, str]:
         self.root.mkdir(parents=True, exist_ok=True)
-        cache = self.root / ".digests.json"
-        return {"kernel": file_digest(self.kernel, cache),
-                "image": file_digest(self.image, cache)}
+        return input_digests(self.kernel, self.image, self.root / ".digests.json")
 
     @staticmethod
     def _boot_inputs(topology: str, digests: dict[str, str], mem_divisor: int,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.file_digest import file_digest
+from pimcloud.file_digest import input_digests
 from pimcloud.gem5_cli import gem5_inputs
 from pimcloud.gem5_runner import Gem5Missing
 from pimcloud.gem5_session import Gem5Inputs, boot, read_boot, restore
@@ -88,9 +88,8 @@ def current_boot(folder: Path, inputs: Gem5Inputs) -> dict[str, Any] | None:
         record = read_boot(folder)
     except ValueError:
         return None
-    digests = {"kernel": file_digest(inputs.kernel), "image": file_digest(inputs.image)}
     if (booted_kernel_args(folder / "m5out") != expected_kernel_args()
-            or record.get("input_sha256") != digests):
+            or record.get("input_sha256") != input_digests(inputs.kernel, inputs.image)):
         shutil.rmtree(folder)
         return None
     return record

@@ -30,3 +30,8 @@ def file_digest(path: Path, cache: Path | None = None) -> str:
         known[stamp] = value
         atomic_write_text(cache, json.dumps(known, indent=1) + "\n")
     return value
+
+
+def input_digests(kernel: Path, image: Path, cache: Path | None = None) -> dict[str, str]:
+    """What a boot records and a checkpoint is keyed by: the kernel's and image's sha256."""
+    return {"kernel": file_digest(kernel, cache), "image": file_digest(image, cache)}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.file_digest import file_digest
+from pimcloud.file_digest import input_digests
 from pimcloud.gem5_runner import GEM5_CONFIGS
 
 RUN_SCRIPT = GEM5_CONFIGS / "pim_fs.py"
@@ -101,7 +101,7 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
     folder.mkdir(parents=True, exist_ok=True)
     # Taken before the boot: the checkpoint holds the guest's page cache of this very
     # image, so a restore with a rebuilt image (even at the same path) reads garbage.
-    input_digests = {"kernel": file_digest(inputs.kernel), "image": file_digest(inputs.image)}
+    digests = input_digests(inputs.kernel, inputs.image)
     command = inputs.command(folder / "m5out", *boot_mode(folder / "ckpt", boot_cpu))
     done = supervise(command, log=folder / "boot.log", host_time_s=host_time_s)
     log_text = (folder / "boot.log").read_text(errors="replace")
@@ -130,7 +130,7 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
         "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,
         "nodes": [asdict(node) for node in nodes], "problems": problems, "command": command,
         "gem5": str(inputs.gem5), "kernel": str(inputs.kernel), "image": str(inputs.image),
-        "input_sha256": input_digests,
+        "input_sha256": digests,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     atomic_write_text(folder / "boot.json", json.dumps(record, indent=1) + "\n")
