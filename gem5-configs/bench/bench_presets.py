@@ -114,8 +114,11 @@ def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> di
                            "boot_peak_rss_gib": record["peak_rss_bytes"] / 2**30,
                            "restore_host_s": run.host_seconds, "ok": True}
     stats = folder / "window" / "m5out" / "stats.txt"
-    if not stats.is_file():
-        row.update(ok=False, problems=run.problems or ["no stats.txt from the window"])
+    if not run.ok or not stats.is_file():
+        # One preset's failure (a gem5 abort, a guest error) is a row of the table, not
+        # the end of the benchmark: the other presets still run.
+        row.update(ok=False, problems=run.problems
+                   or [f"no stats.txt from the window; see {folder / 'window'}"])
     else:
         row.update(window_figures(stats))
     atomic_write_text(folder / "bench.json", json.dumps(row, indent=1) + "\n")

@@ -10,6 +10,7 @@ from pimcloud.components.plan import (
     memory_controller_plans,
     requestor_prefixes,
     router_plan,
+    writeback_slots,
 )
 from pimcloud.topology import cpus, load_topology, memory_ranges
 from pimcloud.topology.interconnect import locations, path_between
@@ -84,3 +85,14 @@ def test_gem5_side_modules_compile() -> None:
     """The modules gem5 imports are valid Python even where gem5 is absent."""
     for path in [*GEM5_SIDE.glob("pimcloud/components/*.py"), GEM5_SIDE / "pim_fs.py"]:
         py_compile.compile(str(path), doraise=True)
+
+
+@pytest.mark.parametrize(("rob_entries", "width"), [(192, 4), (32, 2), (8, 8), (7, 1)])
+def test_writeback_burst_fits_the_forward_time_buffer(rob_entries: int, width: int) -> None:
+    # IEW spills finished instructions beyond the width into later cycles; a burst of
+    # a whole ROB must land inside the buffer's future cycles, and gem5's default
+    # depth is never reduced.
+    slots = writeback_slots(rob_entries, width)
+    assert slots >= 5
+    last_cycle_used = (rob_entries - 1) // width
+    assert last_cycle_used < slots

@@ -16,6 +16,7 @@ from m5.objects import (
 )
 
 from ..topology.model import CoreType
+from .plan import writeback_slots
 
 BOOT_CPU_MODELS = ("atomic", "kvm")
 
@@ -32,6 +33,7 @@ def detailed_cpu(core_type: CoreType, cpu_id: int) -> BaseCPU:
         cpu.numROBEntries = core_type.rob_entries
         cpu.LQEntries = core_type.lq_entries
         cpu.SQEntries = core_type.sq_entries
+        cpu.forwardComSize = writeback_slots(core_type.rob_entries, width)
         predictor = core_type.branch_predictor
         # Table I's two-level local predictor: BHSRs index a PHT of 2-bit counters.
         # gem5's tournament predictor carries exactly that local component.

@@ -29,6 +29,23 @@ BOARD_NAME = "board"
 CORE_ROLES = ("boot", "detailed")
 
 
+# gem5's own default forward time-buffer depth, in cycles.
+GEM5_FORWARD_COM_SIZE = 5
+
+
+def writeback_slots(rob_entries: int, width: int) -> int:
+    """Cycles of the O3 pipeline's forward time buffers.
+
+    When more instructions finish in one cycle than the writeback width, IEW queues the
+    surplus into later cycles of the IEW-to-commit buffer; with gem5's default depth of
+    five cycles a burst of load completions overflows it and gem5 aborts ("TimeBuffer
+    ... Assertion `idx >= -past && idx <= future' failed", gem5 issue #3096; seen here
+    on Arch 2 under the busy-loop benchmark).  No more instructions than the ROB holds
+    can finish at once, so this depth never overflows; delays are unchanged.
+    """
+    return max(GEM5_FORWARD_COM_SIZE, -(-rob_entries // width) + 1)
+
+
 def cores_attribute(role: str) -> str:
     """Processor attribute holding all cores of one role, in CPU id order."""
     return f"{role}_cores"
