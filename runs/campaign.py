@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pimcloud.file_digest import file_digest
 from pimcloud.workloads.services import gem5_caveat
 
 from .backends import FUNCTIONAL_NOTE, Checkpoints, Gem5Backend, QemuBackend
@@ -66,7 +67,29 @@ class Campaign:
                 extra.append(point)
         self.dir.write_record(self.record)
 
+    def check_inputs(self) -> None:
+        """Every run of a campaign uses the same kernel and image: refuse to go on when
+        either file was rebuilt since the campaign started (its runs would mix two
+        guests).  A campaign folder made before digests were recorded pins them now."""
+        now = input_digests_of(self.record["inputs"], self.dir.root / ".digests.json")
+        pinned = self.record.get("input_sha256")
+        if pinned is None:
+            self.record["input_sha256"] = now
+            self.dir.write_record(self.record)
+            return
+        changed = [name for name in sorted(pinned) if now.get(name) != pinned[name]]
+        if changed:
+            detail = "; ".join(
+                f"{name} {self.record['inputs'][name]}: sha256 {pinned[name][:12]}... when "
+                f"the campaign started, {(now.get(name) or 'missing')[:12]}... now"
+                for name in changed)
+            raise CampaignError(
+                f"{self.dir.root}: the campaign's inputs changed ({detail}); its finished "
+                "runs used the old ones, so new runs would mix two guests. Put the old "
+                "files back, or start a new campaign with another --out folder")
+
     def backend(self) -> Gem5Backend | QemuBackend:
+        self.check_inputs()
         inputs = self.record["inputs"]
         if self.backend_name == "gem5":
             return Gem5Backend(self.checkpoints())
@@ -78,6 +101,16 @@ class Campaign:
         return Checkpoints(Path(self.record["checkpoint_root"]), Path(self.record["gem5"]),
                            self.record.get("gem5_version") or "", self.spec,
                            Path(inputs["kernel"]), Path(inputs["image"]))
+
+
+def input_digests_of(inputs: dict[str, str | None], cache: Path) -> dict[str, str]:
+    """sha256 of the campaign's kernel and image files (those it names and that exist)."""
+    digests = {}
+    for name in ("kernel", "image"):
+        path = inputs.get(name)
+        if path and Path(path).is_file():
+            digests[name] = file_digest(Path(path), cache)
+    return digests
 
 
 def choose_backend(choice: str, log: Log) -> tuple[str, Path | None, str | None]:
@@ -138,7 +171,9 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         record["spec_text"] = path.read_text(encoding="utf-8")  # new axes, limits
         record["spec_source"] = str(path.resolve())
         folder.write_record(record)
-        return Campaign(folder, spec, record)
+        campaign = Campaign(folder, spec, record)
+        campaign.check_inputs()
+        return campaign
     chosen, gem5, version = choose_backend(backend or spec.backend, log)
     if chosen == "gem5":
         for app in sorted({app for run in spec.runs() for app in run.scenario.apps}):
@@ -146,6 +181,7 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
             if caveat:
                 log(f"warning: app {app}: {caveat}")
     inputs = resolve_inputs(spec, chosen, log)
+    root.mkdir(parents=True, exist_ok=True)
     record = {
         "name": spec.name,
         "spec_hash": spec.spec_hash,
@@ -156,11 +192,11 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         "gem5": str(gem5) if gem5 else None,
         "gem5_version": version,
         "inputs": inputs,
+        "input_sha256": input_digests_of(inputs, root / ".digests.json"),
         "checkpoint_root": str((checkpoint_root or default_checkpoint_root()).resolve()),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "extra_points": [],
     }
-    root.mkdir(parents=True, exist_ok=True)
     folder.write_record(record)
     return Campaign(folder, spec, record)
 

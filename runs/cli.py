@@ -114,6 +114,7 @@ def execute(campaign: Campaign, executor: str | None = None, jobs: int = 0, wait
     from .status import campaign_status, summary_line
 
     kind = executor or campaign.spec.executor.kind
+    campaign.check_inputs()  # before any worker starts: the same guest for every run
     print(f"campaign {campaign.spec.name}: {campaign.dir.root} (backend "
           f"{campaign.backend_name}, executor {kind})", flush=True)
     if kind == "slurm":

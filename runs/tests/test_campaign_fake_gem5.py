@@ -20,6 +20,7 @@ from pimcloud.analysis.campaign import load_campaign
 from pimcloud.runs.campaign import open_campaign, prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.status import campaign_status
+from pimcloud.runs.worker import execute_run
 
 RUN_IDS = ["load-0.2_manager-pimcloud", "load-0.2_manager-default",
            "load-0.5_manager-pimcloud", "load-0.5_manager-default"]
@@ -188,6 +189,23 @@ def test_changed_spec_is_refused(fake_gem5: Path, write_spec: Callable[..., Path
     grown = write_spec(retries=3)
     grown.write_text(grown.read_text().replace("load = [0.2, 0.5]", "load = [0.2, 0.5, 0.8]"))
     assert len(prepare_campaign(grown, tmp_path / "out").runs()) == 6
+
+
+def test_rebuilt_image_is_refused_mid_campaign(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None]) -> None:
+    # Two runs finish; then the image is rebuilt in place.  Running the rest would mix
+    # two guests in one campaign, so resuming is refused, naming the file.
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    assert set(campaign.record["input_sha256"]) == {"kernel", "image"}
+    for run in campaign.runs()[:2]:
+        assert execute_run(campaign, run, log=lambda line: None) == "done"
+    (tmp_path / "disk.img").write_bytes(b"rebuilt image" * 100)
+    with pytest.raises(ValueError, match=r"inputs changed \(image .*disk.img"):
+        prepare_campaign(write_spec(), tmp_path / "out")
+    with pytest.raises(ValueError, match="another --out folder"):
+        execute(open_campaign(tmp_path / "out"), "local", jobs=1, live=False)
+    assert not campaign.dir.is_done(campaign.runs()[2].run_id)
 
 
 def _booted_folder(tmp_path: Path, mem_divisor: int, kernel_args: str | None = None,
