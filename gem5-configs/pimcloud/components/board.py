@@ -26,23 +26,12 @@ from ..topology.acpi import HPET_BASE_ADDRESS
 from .cache_hierarchy import PimCacheHierarchy
 from .memory import PimStackMemory
 from .processor import PimProcessor
+from .scons_extra import scons_extra_object
 
 IO_APIC_ADDRESS = 0xFEC00000
 # ISA IRQs routed to I/O APIC pins, as gem5's x86 PC wires them (IRQ 0 -> pin 2).
 ISA_IRQ_TO_PIN = {0: 2, 1: 1, **{irq: irq for irq in range(3, 15)}}
 PCI_DEV4_INTA = (0, 4 << 2, 16)  # bus, source IRQ, I/O APIC pin of the IDE controller
-
-
-def scons_extra_object(name: str):  # type: ignore[no-untyped-def]
-    """A SimObject class of scons-extra, or an error saying how to get it."""
-    import m5.objects
-
-    try:
-        return getattr(m5.objects, name)
-    except AttributeError:
-        raise RuntimeError(
-            f"this gem5 lacks {name}: build gem5.opt with "
-            "EXTRAS=<pimcloud>/scons-extra (see scons-extra/README.md)") from None
 
 
 def acpi_table_objects(topology: Topology) -> list:  # type: ignore[type-arg]

@@ -20,6 +20,7 @@ from m5.objects import DerivedClockDomain, SrcClockDomain, VoltageDomain
 from ..topology import Topology
 from .cores import boot_cpu, detailed_cpu, wrap
 from .plan import cluster_plans, cores_attribute
+from .scons_extra import scons_extra_object
 
 
 class PimProcessor(AbstractProcessor):
@@ -78,6 +79,12 @@ class PimProcessor(AbstractProcessor):
         for core in self.get_cores():
             for controller in core.get_simobject().interrupts:
                 controller.clk_domain = self.apic_bus_clock
+        # gem5's x86 HLT can put a pipelined core to sleep with an interrupt already
+        # pending, and a one-shot APIC timer then never fires again on it: Linux's tick
+        # and timers on that CPU stop until another interrupt comes (scons-extra
+        # PimHaltGuard.py). The guard wakes such a CPU, as real x86 would never sleep.
+        self.halt_guard = scons_extra_object("PimHaltGuard")(
+            cpus=[core.get_simobject() for cores in self._sets.values() for core in cores])
         if self._current == "detailed":
             board.set_mem_mode(MemMode.TIMING)
         elif self._boot_model == "kvm":
