@@ -7,8 +7,8 @@ import json
 
 import m5.objects
 
-REQUIRED = ("PimAcpiTable", "PimHpet", "PimLinkRouter", "X86O3CPU", "X86MinorCPU",
-            "X86AtomicSimpleCPU", "MemCtrl", "HBM_1000_4H_1x128")
+REQUIRED = ("PimAcpiTable", "PimHaltGuard", "PimHpet", "PimLinkRouter", "X86O3CPU",
+            "X86MinorCPU", "X86AtomicSimpleCPU", "MemCtrl", "HBM_1000_4H_1x128")
 
 if __name__ == "__m5_main__":
     from gem5.runtime import get_supported_isas

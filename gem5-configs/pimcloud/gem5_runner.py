@@ -14,7 +14,7 @@ from pathlib import Path
 
 GEM5_CONFIGS = Path(__file__).resolve().parents[1]
 REQUIRED_VERSION = "24.0"
-EXTRAS_OBJECTS = ("PimAcpiTable", "PimHpet", "PimLinkRouter")
+EXTRAS_OBJECTS = ("PimAcpiTable", "PimHaltGuard", "PimHpet", "PimLinkRouter")
 
 
 class Gem5Missing(RuntimeError):

@@ -7,7 +7,6 @@
 # interrupt reaches it: Linux's tick on that CPU stops and its timers fire late by up to
 # seconds. Real x86 never halts with a deliverable interrupt pending.
 
-from m5.objects.BaseCPU import BaseCPU
 from m5.params import Param, VectorParam
 from m5.SimObject import SimObject
 
