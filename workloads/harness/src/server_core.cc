@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -22,13 +21,6 @@ Request make_request_locked(Service& service, Rng& rng) {
   std::lock_guard lock(maker);
   return service.make_request(rng);
 }
-
-namespace {
-std::chrono::steady_clock::time_point at_ns(std::uint64_t t_ns) {
-  // steady_clock is CLOCK_MONOTONIC on Linux, the clock of every time stamp here.
-  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t_ns));
-}
-}  // namespace
 
 bool WorkQueue::push_open(Work work) {
   {
@@ -157,7 +149,7 @@ void ServerCore::monitor_loop() {
   const std::uint64_t margin = std::min<std::uint64_t>(10'000'000, options_.interval_ns / 10);
   for (;;) {
     if (!stopping_) {
-      monitor_wake_.wait_until(lock, at_ns(next),
+      monitor_wake_.wait_until(lock, next,
                                [&] { return stopping_.load() || cut_request_.has_value(); });
     }
     const bool last_round = stopping_.load();
@@ -235,7 +227,7 @@ void ServerCore::run_window(const ProfileRequest& request) {
   for (int i = 0; i < options_.threads; ++i) inject_probe();
   {
     std::unique_lock lock(monitor_mutex_);
-    profile_wake_.wait_until(lock, at_ns(request.end_ns()), [&] { return stopping_.load(); });
+    profile_wake_.wait_until(lock, request.end_ns(), [&] { return stopping_.load(); });
   }
   probe_until_ = 0;
   pin.restore();
@@ -270,7 +262,7 @@ void ServerCore::profile_loop() {
       if (request && request->end_ns() > now_ns() && !stopping_) run_window(*request);
     }
     std::unique_lock lock(monitor_mutex_);
-    profile_wake_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_.load(); });
+    profile_wake_.wait_until(lock, now_ns() + 5'000'000, [&] { return stopping_.load(); });
   }
 }
 

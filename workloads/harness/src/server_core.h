@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -23,6 +22,7 @@
 #include "pimcloud/harness/runner.h"
 #include "pimcloud/harness/service.h"
 #include "pimcloud/harness/sim_hooks.h"
+#include "pimcloud/harness/wake_event.h"
 
 namespace pimcloud::harness::detail {
 
@@ -52,7 +52,7 @@ class WorkQueue {
 
  private:
   std::mutex mutex_;
-  std::condition_variable ready_;
+  WakeEvent ready_;
   std::deque<Work> items_;
   bool closed_ = false;
 };
@@ -94,7 +94,7 @@ class ServerCore {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> measured_{false};
   mutable std::mutex tids_mutex_;
-  std::condition_variable tids_ready_;
+  WakeEvent tids_ready_;
   std::vector<pid_t> tids_;
   int registered_ = 0;
   mutable std::mutex lines_mutex_;
@@ -114,7 +114,7 @@ class ServerCore {
     std::string error;
   };
   mutable std::mutex monitor_mutex_;
-  std::condition_variable monitor_wake_, profile_wake_;
+  WakeEvent monitor_wake_, profile_wake_;  // not condition variables: see wake_event.h
   std::optional<ProfileRequest> cut_request_;
   std::vector<Window> windows_;
   Rng probe_rng_;

@@ -9,7 +9,6 @@
 #include <pocketsphinx.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "pimcloud/harness/runner.h"
+#include "pimcloud/harness/wake_event.h"
 
 namespace {
 
@@ -211,7 +211,7 @@ class Speech final : public Service {
   std::vector<std::string> transcripts_;
   std::vector<ps_decoder_t*> all_, free_;
   std::mutex pool_mutex_, score_mutex_;
-  std::condition_variable pool_ready_;
+  WakeEvent pool_ready_;  // not a condition variable: see wake_event.h
   std::size_t ref_words_ = 0, word_errors_ = 0;
 };
 
