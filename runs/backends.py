@@ -34,15 +34,22 @@ from pimcloud.gem5_session import (
 from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.topology import load_topology
 
-from .guest_scenario import write_scenario
+from .guest_scenario import HANG_EXIT, HANG_MARK, STARTUP_ALLOWANCE_S, write_scenario
 from .spec import CampaignSpec, Run
 from .supervise import supervise
 
-# Simulated seconds allowed for a restored guest to start its services before the
-# warm-up begins (kvstore and oltp fill their tables in simulated time).
-STARTUP_ALLOWANCE_S = 1.0
 FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads are not "
                    "architectural")
+
+
+def hang_detail(console_text: str) -> str:
+    """The watchdog's report of hung services: its lines from the guest console."""
+    lines = [line[line.find("pimcloud-run services still"):] for line in
+             console_text.splitlines() if "pimcloud-run services still" in line]
+    lines += [line[line.find(HANG_MARK):] for line in console_text.splitlines()
+              if HANG_MARK + " " in line]
+    return ("the services did not finish; each thread's state, CPU, kernel wait channel "
+            "and system call (nr, args):\n" + "\n".join(lines))
 
 
 @dataclass
@@ -289,6 +296,8 @@ class Gem5Backend:
             return outcome(False, f"gem5 exit {code}")
         if not results.is_file():
             return outcome(False, "no-results", "gem5 ended but the guest sent no results.tar")
+        if report.scenario_exit == HANG_EXIT:
+            return outcome(False, "guest-hang", hang_detail(console_text))
         if report.scenario_exit not in (None, 0):
             return outcome(False, f"scenario-exit {report.scenario_exit}")
         return outcome(True, "m5-exit")

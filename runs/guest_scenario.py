@@ -36,6 +36,17 @@ CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling)
 START_FILE = "/run/pimcloud/start"  # fast-forward: services wait for it after loading
 
 
+# Simulated seconds allowed for a restored guest to start its services before the
+# warm-up begins (kvstore and oltp fill their tables in simulated time).
+STARTUP_ALLOWANCE_S = 1.0
+# gem5 runs: services still running this many times their requests' span (warm-up plus
+# measured) after they started are hung; the scenario prints their threads and ends them.
+HANG_FACTOR = 3.0
+HANG_SLACK_S = 0.2  # for the drain of the last requests, when set-up is fast-forwarded
+HANG_EXIT = 4  # run.sh's exit status when its watchdog ended hung services
+HANG_MARK = "pimcloud-hang"  # the watchdog's console lines, one per service thread
+
+
 def fast_forwarded(run: Run, backend: str) -> bool:
     """Whether the run's services load on the atomic cores and start after a switch."""
     return backend == "gem5" and run.spec.gem5.fast_forward
@@ -142,6 +153,51 @@ def harness_command(run: Run, index: int, backend: str) -> list[str]:
     return command
 
 
+def hang_after_s(run: Run, backend: str) -> float | None:
+    """Guest seconds after which run.sh's watchdog declares the services hung, counted
+    from the start signal (fast-forward) or the services' launch; None: no watchdog.
+
+    Only gem5 runs have one: there a hung guest idles for hours of host time until the
+    simulated-time limit, while QEMU runs are bounded by their host-time limit."""
+    if backend != "gem5":
+        return None
+    length = run.spec.length
+    slack = HANG_SLACK_S if fast_forwarded(run, backend) else STARTUP_ALLOWANCE_S
+    return HANG_FACTOR * (length.warmup_s + length.measured_s) + slack
+
+
+def watchdog_lines(hang_s: float) -> list[str]:
+    """Shell lines that start the watchdog (its pid in WATCHDOG): after ``hang_s`` seconds
+    it prints state, CPU, kernel wait channel and current system call of every thread of
+    every LC service, then kills them; run.sh then exits with HANG_EXIT."""
+    return [
+        "(",
+        # Sleep in a child that is killed with the watchdog, so none outlives run.sh.
+        "  trap 'kill $nap 2>/dev/null; exit 0' TERM",
+        f"  sleep {hang_s:.3f} & nap=$!",
+        "  wait $nap",
+        # Services that ended but are not reaped yet are zombies (state Z), not hung.
+        '  alive=""',
+        '  for pid in $LC; do [ "$(cut -d" " -f3 /proc/$pid/stat 2>/dev/null)" = Z ] || '
+        '{ [ -e /proc/$pid ] && alive=1; }; done',
+        '  [ -n "$alive" ] || exit 0',
+        "  touch /run/pimcloud/hung",
+        f'  say "services still running after {hang_s:.3f} s: hung; their threads follow"',
+        "  for pid in $LC; do",
+        "    for t in /proc/$pid/task/*; do",
+        '      [ -r "$t/stat" ] || continue',
+        # stat fields 3 and 39: state and the CPU it last ran on (comm has no spaces).
+        f'      echo "{HANG_MARK} pid $pid tid ${{t##*/}} state $(cut -d" " -f3 "$t/stat")'
+        ' cpu $(cut -d" " -f39 "$t/stat") wchan $(cat "$t/wchan" 2>/dev/null)'
+        ' syscall $(cat "$t/syscall" 2>/dev/null)"',
+        "    done",
+        "  done",
+        "  kill -KILL $LC 2>/dev/null",
+        ") &",
+        "WATCHDOG=$!",
+    ]
+
+
 def run_script(run: Run, backend: str) -> str:
     s = run.scenario
     q = shlex.quote
@@ -208,11 +264,15 @@ def run_script(run: Run, backend: str) -> str:
             "m5 switchcpu",
             f"touch {START_FILE}",
         ]
+    hang_s = hang_after_s(run, backend)
+    lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']
     lines += [
         "status=0",
         "for pid in $LC; do",
         "  wait $pid || { code=$?; say \"service pid $pid exit $code\"; status=1; }",
         "done",
+        'if [ -n "$WATCHDOG" ]; then kill $WATCHDOG 2>/dev/null; wait $WATCHDOG 2>/dev/null; fi',
+        f"if [ -e /run/pimcloud/hung ]; then status={HANG_EXIT}; fi",
         # A manager that died early (bad config, crash) would leave the run unmanaged
         # while looking fine: that run fails, with the agent's log in the results.
         'if [ -n "$AGENT" ] && ! kill -0 $AGENT 2>/dev/null; then',

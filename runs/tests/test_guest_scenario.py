@@ -9,13 +9,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pimcloud.runs.backends import hang_detail
 from pimcloud.runs.guest_scenario import (
+    HANG_EXIT,
+    HANG_MARK,
     START_FILE,
     AgentConfigError,
     check_agent_config,
+    hang_after_s,
     harness_command,
     program_candidates,
     run_script,
+    watchdog_lines,
 )
 from pimcloud.runs.spec import load_spec
 
@@ -95,3 +100,51 @@ def test_the_harness_takes_the_work_type_the_campaign_gives(tmp_path: Path) -> N
     refused = subprocess.run([*common, "--gem5-work-type", "16"], capture_output=True,
                              text=True, check=False, timeout=60)
     assert refused.returncode == 2 and "num_work_ids" in refused.stderr
+
+
+def _run_end_of_script(script: str, services: str, hang_s: float, folder: Path
+                       ) -> subprocess.CompletedProcess[str]:
+    """Run the script's watchdog and end with real processes standing in for services."""
+    body = "\n".join(watchdog_lines(hang_s)) + "\n" + script[script.index("status=0"):]
+    probe = folder / "end.sh"
+    probe.write_text('say() { echo "pimcloud-run $*"; }\nAGENT=""\nBE=""\nLC=""\n' +
+                     services + body.replace("/run/pimcloud", str(folder)))
+    return subprocess.run(["sh", str(probe)], capture_output=True, text=True, check=False,
+                          timeout=60)
+
+
+def test_a_hung_service_is_reported_thread_by_thread_and_ended(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    spec = load_spec(write_spec())
+    run = next(iter(spec.runs()))
+    script = run_script(run, "gem5")
+    assert "WATCHDOG=$!" in script
+    # A real process asleep in the kernel stands in for a service that never ends.
+    done = _run_end_of_script(script, "sleep 600 &\nLC=\"$LC $!\"\nsleep 0.05 &\n"
+                              "LC=\"$LC $!\"\n", 0.5, tmp_path)
+    assert done.returncode == HANG_EXIT, done.stdout + done.stderr
+    assert "hung; their threads follow" in done.stdout
+    lines = [line for line in done.stdout.splitlines() if line.startswith(HANG_MARK)]
+    assert len(lines) == 1, done.stdout  # the finished service is not reported
+    assert " state S cpu " in lines[0] and " wchan " in lines[0]
+    detail = hang_detail("[  1.0] noise\n" + done.stdout)
+    assert lines[0] in detail and "still running after 0.500 s" in detail
+
+
+def test_services_that_finish_in_time_end_the_watchdog(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    spec = load_spec(write_spec())
+    script = run_script(next(iter(spec.runs())), "gem5")
+    done = _run_end_of_script(script, "sleep 0.1 &\nLC=$!\n", 30.0, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert HANG_MARK not in done.stdout and not (tmp_path / "hung").exists()
+
+
+def test_only_gem5_runs_get_a_watchdog_scaled_to_the_run_length(
+        write_spec: Callable[..., Path]) -> None:
+    spec = load_spec(write_spec())
+    run = next(iter(spec.runs()))
+    assert hang_after_s(run, "qemu") is None
+    assert "WATCHDOG=$!" not in run_script(run, "qemu")
+    span = spec.length.warmup_s + spec.length.measured_s
+    assert hang_after_s(run, "gem5") == pytest.approx(3 * span + 0.2)
