@@ -34,7 +34,13 @@ from pimcloud.gem5_session import (
 from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.topology import load_topology
 
-from .guest_scenario import HANG_EXIT, HANG_MARK, STARTUP_ALLOWANCE_S, write_scenario
+from .guest_scenario import (
+    HANG_EXIT,
+    HANG_MARK,
+    HANG_NOTICE,
+    STARTUP_ALLOWANCE_S,
+    write_scenario,
+)
 from .spec import CampaignSpec, Run
 from .supervise import supervise
 
@@ -44,10 +50,11 @@ FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads a
 
 def hang_detail(console_text: str) -> str:
     """The watchdog's report of hung services: its lines from the guest console."""
-    lines = [line[line.find("pimcloud-run services still"):] for line in
-             console_text.splitlines() if "pimcloud-run services still" in line]
-    lines += [line[line.find(HANG_MARK):] for line in console_text.splitlines()
-              if HANG_MARK + " " in line]
+    lines = []
+    for line in console_text.splitlines():
+        for mark in (f"pimcloud-run {HANG_NOTICE}", f"{HANG_MARK} "):
+            if mark in line:
+                lines.append(line[line.find(mark):])
     return ("the services did not finish; each thread's state, CPU, kernel wait channel "
             "and system call (nr, args):\n" + "\n".join(lines))
 

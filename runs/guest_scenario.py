@@ -45,6 +45,7 @@ HANG_FACTOR = 3.0
 HANG_SLACK_S = 0.2  # for the drain of the last requests, when set-up is fast-forwarded
 HANG_EXIT = 4  # run.sh's exit status when its watchdog ended hung services
 HANG_MARK = "pimcloud-hang"  # the watchdog's console lines, one per service thread
+HANG_NOTICE = "services still running after"  # its headline (a pimcloud-run line)
 
 
 def fast_forwarded(run: Run, backend: str) -> bool:
@@ -182,7 +183,7 @@ def watchdog_lines(hang_s: float) -> list[str]:
         '{ [ -e /proc/$pid ] && alive=1; }; done',
         '  [ -n "$alive" ] || exit 0',
         "  touch /run/pimcloud/hung",
-        f'  say "services still running after {hang_s:.3f} s: hung; their threads follow"',
+        f'  say "{HANG_NOTICE} {hang_s:.3f} s: hung; their threads follow"',
         "  for pid in $LC; do",
         "    for t in /proc/$pid/task/*; do",
         '      [ -r "$t/stat" ] || continue',

@@ -28,28 +28,26 @@ long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value,
 // count_ and then reads sleepers_. At least one of them sees the other's write, so either
 // the waiter does not sleep or the notifier wakes it; and FUTEX_WAIT itself re-checks
 // count_ against the token in the kernel, closing the gap up to the sleep.
-void WakeEvent::wait(std::uint32_t token) {
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  if (count_.load(std::memory_order_seq_cst) == token) {
-    futex(count_, FUTEX_WAIT_PRIVATE, token, nullptr, 0);
-  }
-  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-}
-
-bool WakeEvent::wait_until(std::uint32_t token, std::uint64_t deadline_ns) {
-  // FUTEX_WAIT_BITSET takes an absolute time on CLOCK_MONOTONIC.
-  timespec deadline{};
-  deadline.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000ULL);
-  deadline.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000ULL);
+bool WakeEvent::sleep(std::uint32_t token, const timespec* deadline) {
   bool timed_out = false;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   if (count_.load(std::memory_order_seq_cst) == token) {
-    timed_out = futex(count_, FUTEX_WAIT_BITSET_PRIVATE, token, &deadline,
+    // FUTEX_WAIT_BITSET takes an absolute time on CLOCK_MONOTONIC (none: no limit).
+    timed_out = futex(count_, FUTEX_WAIT_BITSET_PRIVATE, token, deadline,
                       FUTEX_BITSET_MATCH_ANY) != 0 &&
                 errno == ETIMEDOUT;
   }
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   return !timed_out;
+}
+
+void WakeEvent::wait(std::uint32_t token) { sleep(token, nullptr); }
+
+bool WakeEvent::wait_until(std::uint32_t token, std::uint64_t deadline_ns) {
+  timespec deadline{};
+  deadline.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000ULL);
+  deadline.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000ULL);
+  return sleep(token, &deadline);
 }
 
 void WakeEvent::notify(int waiters) {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <mutex>
 
 namespace pimcloud::harness {
@@ -65,6 +66,9 @@ class WakeEvent {
   }
 
  private:
+  // FUTEX_WAIT while count_ == token, until `deadline` (CLOCK_MONOTONIC) if not null;
+  // false on timeout.
+  bool sleep(std::uint32_t token, const timespec* deadline);
   void notify(int waiters);
 
   std::atomic<std::uint32_t> count_{0};    // the futex word: bumped by every notify
