@@ -52,7 +52,14 @@ for dir in /sys/devices/system/node/node*; do
   fi
 done
 dmesg | sed -n 's/.*ACPI: \(SRAT\|SLIT\|HMAT\) .*(v[0-9]* \([A-Z]*\) .*/pimcloud-table \1 \2/p'
-echo "pimcloud-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+clocks=/sys/devices/system/clocksource/clocksource0
+# tsc-early gives way to tsc once the kernel has refined the TSC calibration, a second
+# after the clocksource initcall; a slow TCG host can reach this line before that.
+tries=0
+while [ "$(cat $clocks/current_clocksource)" = tsc-early ] && [ $tries -lt 20 ]; do
+  sleep 1; tries=$((tries + 1))
+done
+echo "pimcloud-clocksource $(cat $clocks/current_clocksource)"
 echo PROBE_DONE
 poweroff -f
 """.replace("PROBE_DONE", DONE_MARK)
