@@ -118,8 +118,11 @@ def test_stop_and_resume_redoes_nothing(
     out = tmp_path / "out"
     command = [sys.executable, "-m", "pimcloud.cli", "campaign", "run", str(spec),
                "--out", str(out), "--jobs", "1", "--plain"]
+    # A shell that starts the tests in the background leaves SIGINT ignored, and the
+    # runner would inherit that: give it the terminal's default, as for a user's Ctrl-C.
     runner = subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)
+                              stderr=subprocess.STDOUT,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     # Watch the folder while it runs: a run folder is complete whenever it exists.
     seen_partial = False
