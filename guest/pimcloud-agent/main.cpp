@@ -6,6 +6,9 @@
 //   pimcloud-agent exec --placement cc|ft|il [--resident K] [--stacks M] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +126,13 @@ int run(const std::vector<std::string>& args) {
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
+  // Under memory pressure the kernel reclaims file pages, the agent's own code among
+  // them, and each interval would then wait on page faults: keep the agent resident.
+  if (::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    log.note(0, "backend-error",
+             std::string("mlockall: ") + std::strerror(errno) +
+                 "; the agent may stall under memory pressure (run it as root)");
+  }
   std::thread timer;
   if (duration > 0) {
     timer = std::thread([duration] {

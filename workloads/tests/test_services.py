@@ -228,6 +228,10 @@ def test_live_statistics_reach_a_stats_file(tmp_path: Path, need: Need) -> None:
         extra=["--stats-file", str(stats), "--tids-file", str(tmp_path / "tids.json")],
     )
     lines = read_live(stats)
+    # The last line announces the app's normal end to the manager.
+    exit_line = lines.pop()
+    assert exit_line["event"] == "exit" and exit_line["app"] == "kvstore"
+    assert exit_line["pid"] > 0 and exit_line["t_ns"] >= max(line["t_ns"] for line in lines)
     assert len(lines) >= 5  # 100 ms intervals over more than a second
     for line in lines:
         for field in ("app", "t_ns", "p99_ns", "mean_ns", "count", "rps", "tids", "threads"):

@@ -57,6 +57,21 @@ Status CgroupTree::addProcess(const std::string& app, int pid) {
   return s;
 }
 
+std::optional<bool> CgroupTree::populated(const std::string& app) const {
+  std::string text;
+  if (!readFile(appDir(app) + "/cgroup.events", text)) return std::nullopt;
+  const auto at = text.find("populated ");
+  if (at == std::string::npos || at + 10 >= text.size()) return std::nullopt;
+  return text[at + 10] == '1';
+}
+
+Status CgroupTree::removeApp(const std::string& app) {
+  if (::rmdir(appDir(app).c_str()) != 0 && errno != ENOENT) {
+    return Status::failure(appDir(app) + ": cannot remove the cgroup: " + std::strerror(errno));
+  }
+  return Status::success();
+}
+
 Status CgroupTree::setBeCpus(const std::vector<int>& cpus) {
   if (Status s = ensureDir(beDir()); !s.ok) return s;
   if (cpus.empty()) return writeControlFile(beDir() + "/cgroup.freeze", "1");

@@ -6,6 +6,7 @@
 // Files are written whole, in one write, as the kernel wants.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ class CgroupTree {
   Status setAppCpus(const std::string& app, const std::vector<int>& cpus);
   Status addProcess(const std::string& app, int pid);
   Status setBeCpus(const std::vector<int>& cpus);
+  // cgroup.events' "populated": false once every process of the app's cgroup exited;
+  // nullopt when the cgroup or the field is missing.
+  std::optional<bool> populated(const std::string& app) const;
+  // Removes an app's (empty) cgroup, so that no cpuset outlives its app.
+  Status removeApp(const std::string& app);
   // fraction of the BE pool's CPU time (<= 0: unlimited); period 100 ms.
   Status setBeQuota(double fraction, std::size_t beCpus);
 

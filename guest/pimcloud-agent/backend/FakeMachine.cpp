@@ -145,6 +145,12 @@ MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pa
     }
     if (p->node == node) {
       ++r.moved;
+      r.movedPages.push_back(addr);
+      continue;
+    }
+    if (busyPages.count(addr) != 0) {
+      ++r.failed;
+      ++r.busy;
       continue;
     }
     if (freeBytes[node] < kPageBytes) {
@@ -156,16 +162,10 @@ MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pa
     freeBytes[p->node] += kPageBytes;
     p->node = node;
     ++r.moved;
+    r.movedPages.push_back(addr);
+    clockNs += nsPerPageMoved;
   }
   return r;
-}
-
-MoveResult FakeMachine::migrateProcess(int pid, const std::vector<int>& from, int to) {
-  std::vector<std::uintptr_t> pages;
-  for (const PageInfo& p : hotPages(pid, -1)) {
-    if (std::find(from.begin(), from.end(), p.node) != from.end()) pages.push_back(p.addr);
-  }
-  return movePages(pid, pages, to);
 }
 
 void FakeLatencySource::start(const std::string& name, double qosNs, double maxRpsHost,

@@ -49,14 +49,27 @@ class FakeMachine : public Machine {
   std::set<std::string> deadApps;  // setAppCpus reports "gone"
   int setAppCpusCalls = 0;
 
-  std::map<int, std::uint64_t> freeBytesPerNode() override { return freeBytes; }
+  // Free memory the kernel reports but will not give a page move (below its watermarks):
+  // the fake then fails with ENOMEM although the agent saw room.
+  std::map<int, std::uint64_t> unusableBytes;
+  std::map<int, std::uint64_t> freeBytesPerNode() override {
+    auto out = freeBytes;
+    for (const auto& [node, bytes] : unusableBytes) out[node] += bytes;
+    return out;
+  }
   Status setAppCpus(const AppHandle& app, const std::vector<int>& cpus) override;
   Status pinThread(int tid, const std::vector<int>& cpus) override;
   Status setBeCpus(const std::vector<int>& cpus) override;
   Status setBeQuota(double fraction) override;
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
-  MoveResult migrateProcess(int pid, const std::vector<int>& from, int to) override;
+  bool alive(const AppHandle& app) override { return deadApps.count(app.name) == 0; }
+  void releaseApp(const AppHandle& app) override { released.push_back(app.name); }
+  std::vector<std::string> released;  // apps whose machine state was given back
+  // Host time the fake "spends" per page moved (Engine's migration budget), and its clock.
+  std::int64_t nsPerPageMoved = 0;
+  std::int64_t clockNs = 0;
+  std::set<std::uintptr_t> busyPages;  // move_pages answers EBUSY for these
 
   static constexpr std::uint64_t kPageBytes = 4096;
 

@@ -17,6 +17,7 @@
 #include "backend/NumaCalls.h"
 #include "backend/ProcMaps.h"
 #include "backend/Sysfs.h"
+#include "engine/DecisionLog.h"
 
 namespace pimcloud {
 namespace {
@@ -248,6 +249,55 @@ TEST(LinuxMachineOnThisKernel, PinThreadAndGoneThread) {
   const Status gone = m.pinThread(999999999, cpus);
   EXPECT_FALSE(gone.ok);
   EXPECT_TRUE(gone.gone);
+}
+
+TEST(LinuxMachineOnThisKernel, AChildThatExitsIsNotAliveEvenAsAZombie) {
+  LinuxMachine m({"/sys", "/proc", "/nonexistent", false});
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    close(ready[1]);
+    [[maybe_unused]] const ssize_t n = read(ready[0], &c, 1);  // until the parent says
+    _exit(0);
+  }
+  close(ready[0]);
+  const AppHandle app{"svc", static_cast<int>(child)};
+  EXPECT_TRUE(m.alive(app));
+  close(ready[1]);  // the child exits; not reaped yet, so it is a zombie
+  for (int i = 0; i < 200 && m.alive(app); ++i) usleep(5000);
+  EXPECT_FALSE(m.alive(app)) << "a zombie has exited";
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_FALSE(m.alive(app)) << "a reaped process has exited";
+  EXPECT_TRUE(m.alive({"unknown", 0})) << "an app whose pid is not known yet";
+}
+
+TEST(Cgroup, PopulatedFromCgroupEventsAndAnEmptyAppCgroupIsRemoved) {
+  TempDir tmp;
+  fs::copy(kFixtures + "/cgroup", tmp.path / "cg", fs::copy_options::recursive);
+  const std::string root = (tmp.path / "cg" / "pimcloud").string();
+  CgroupTree tree(root);
+  ASSERT_TRUE(tree.prepare().ok);
+  EXPECT_FALSE(tree.populated("kvstore").has_value()) << "no cgroup yet";
+  ASSERT_TRUE(tree.setAppCpus("kvstore", {4}).ok);
+  std::string error;
+  ASSERT_TRUE(atomicWriteText(root + "/lc-kvstore/cgroup.events", "populated 1\nfrozen 0\n", error));
+  EXPECT_EQ(tree.populated("kvstore"), std::optional<bool>(true));
+  ASSERT_TRUE(atomicWriteText(root + "/lc-kvstore/cgroup.events", "populated 0\nfrozen 0\n", error));
+  EXPECT_EQ(tree.populated("kvstore"), std::optional<bool>(false));
+  // A real cgroup directory holds only kernel files and rmdir removes it; the fixture's
+  // holds plain files, which rmdir refuses, and the error names the directory.
+  const Status s = tree.removeApp("kvstore");
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.error.find("lc-kvstore"), std::string::npos);
+  fs::remove_all(root + "/lc-kvstore");
+  fs::create_directory(root + "/lc-kvstore");
+  EXPECT_TRUE(tree.removeApp("kvstore").ok);
+  EXPECT_FALSE(fs::exists(root + "/lc-kvstore"));
+  EXPECT_TRUE(tree.removeApp("kvstore").ok) << "already gone is fine";
 }
 
 TEST(Cgroup, WritesCpusetsQuotaAndFreezeIntoTheTree) {

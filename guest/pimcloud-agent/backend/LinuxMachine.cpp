@@ -101,6 +101,26 @@ std::vector<LinuxMachine::Page> LinuxMachine::privatePages(int pid) const {
   return out;
 }
 
+bool LinuxMachine::alive(const AppHandle& app) {
+  if (app.pid <= 0) return true;
+  if (options_.useCgroups && placed_.count(app.name + "/" + std::to_string(app.pid)) != 0) {
+    // Populated 0: the app and every process it started have exited.
+    if (cgroups_.populated(app.name) == false) return false;
+  }
+  // An exited process stays a zombie until its parent reaps it: that is not running.
+  std::string stat;
+  if (!readFile(options_.procRoot + "/" + std::to_string(app.pid) + "/stat", stat)) return false;
+  const auto paren = stat.rfind(')');
+  const char state = paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+  return state != 'Z' && state != 'X';
+}
+
+void LinuxMachine::releaseApp(const AppHandle& app) {
+  placed_.erase(app.name + "/" + std::to_string(app.pid));
+  hotness_.erase(app.pid);
+  if (options_.useCgroups) cgroups_.removeApp(app.name);
+}
+
 void LinuxMachine::trackHotness(int pid) {
   if (!idle_.available()) return;
   const std::vector<Page> pages = privatePages(pid);
@@ -136,31 +156,6 @@ std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
 
 MoveResult LinuxMachine::movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) {
   return movePagesChunked(movePages_, pid, pages, node, {options_.chunkPages});
-}
-
-}  // namespace pimcloud
-
-namespace pimcloud {
-
-MoveResult LinuxMachine::migrateProcess(int pid, const std::vector<int>& from, int to) {
-  MoveResult r;
-  std::string text;
-  const std::string path = options_.procRoot + "/" + std::to_string(pid) + "/numa_maps";
-  std::uint64_t before = 0;
-  if (readFile(path, text)) {
-    for (const auto& e : parseNumaMaps(text)) {
-      for (int n : from) {
-        auto it = e.pagesPerNode.find(n);
-        if (it != e.pagesPerNode.end()) before += it->second;
-      }
-    }
-  }
-  long notMoved = 0;
-  r.status = pimcloud::migrateProcess(pid, from, {to}, notMoved);
-  if (!r.status.ok) return r;
-  r.failed = static_cast<std::uint64_t>(std::max(0L, notMoved));
-  r.moved = before > r.failed ? before - r.failed : 0;
-  return r;
 }
 
 }  // namespace pimcloud

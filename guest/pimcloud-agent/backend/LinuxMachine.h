@@ -36,8 +36,9 @@ class LinuxMachine : public Machine {
   Status setBeQuota(double fractionOfCpus) override;
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
-  MoveResult migrateProcess(int pid, const std::vector<int>& from, int to) override;
   void trackHotness(int pid) override;
+  bool alive(const AppHandle& app) override;
+  void releaseApp(const AppHandle& app) override;
 
   // Present private anonymous pages of a process with their PFNs (pagemap).
   struct Page {

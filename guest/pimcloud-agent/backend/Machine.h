@@ -27,11 +27,19 @@ struct PageInfo {
   std::uint32_t hotness = 0;
 };
 
+// What the kernel did with a page move, never what was planned: counts from move_pages'
+// per-page status (re-queried after an error) or from numa_maps before and after.
 struct MoveResult {
   std::uint64_t moved = 0;   // pages now on the target node
   std::uint64_t failed = 0;  // pages left where they were
+  std::uint64_t busy = 0;    // of those, pages the kernel could not move now (EBUSY)
   bool targetFull = false;   // ENOMEM: the target node has no free memory
+  std::vector<std::uintptr_t> movedPages;  // which pages moved, when the call can tell
   Status status;
+
+  void add(const MoveResult& other);
+  // Why pages stayed, in words that tell ENOMEM, ESRCH and EBUSY apart ("" if none did).
+  std::string why(int node) const;
 };
 
 // An LC app as the backend knows it.
@@ -55,10 +63,13 @@ class Machine {
   // Pages of a process on `node` (node < 0: all), hottest first.
   virtual std::vector<PageInfo> hotPages(int pid, int node) = 0;
   virtual MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) = 0;
-  // Moves every page of a process on `from` nodes to `to` (migrate_pages).
-  virtual MoveResult migrateProcess(int pid, const std::vector<int>& from, int to) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
+  // Whether an app still runs: false once its process has exited (a zombie counts as
+  // exited) or its cgroup is no longer populated. An app whose pid is not known is alive.
+  virtual bool alive(const AppHandle& app) = 0;
+  // An app that exited: give back what the machine kept for it (its cgroup).
+  virtual void releaseApp(const AppHandle& /*app*/) {}
 };
 
 }  // namespace pimcloud

@@ -61,12 +61,15 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
                                        pages.begin() + static_cast<long>(at + n));
       status = queryPageNodes(call, pid, part, chunk);
     }
-    for (int s : status) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const int s = status[i];
       if (s == node) {
         ++r.moved;
+        r.movedPages.push_back(pages[at + i]);
       } else {
         ++r.failed;
         if (s == -ENOMEM) r.targetFull = true;
+        if (s == -EBUSY) ++r.busy;
       }
     }
     if (rc < 0 && err == ENOMEM) r.targetFull = true;
@@ -109,21 +112,6 @@ Status applyMemPolicy(const MemPolicySpec& spec) {
     rc = ::syscall(SYS_set_mempolicy, mode, mask.words.data(), mask.maxnode());
   }
   if (rc != 0) return Status::failure(std::string("set_mempolicy: ") + std::strerror(errno));
-  return Status::success();
-}
-
-Status migrateProcess(int pid, const std::vector<int>& from, const std::vector<int>& to,
-                      long& pagesNotMoved) {
-  const NodeMask a = NodeMask::of(from), b = NodeMask::of(to);
-  NodeMask fa = a, fb = b;
-  const std::size_t words = std::max(a.words.size(), b.words.size());
-  fa.words.resize(words, 0);
-  fb.words.resize(words, 0);
-  const long rc = ::syscall(SYS_migrate_pages, pid, fa.maxnode(), fa.words.data(), fb.words.data());
-  if (rc < 0) {
-    return Status::failure(std::string("migrate_pages: ") + std::strerror(errno), errno == ESRCH);
-  }
-  pagesNotMoved = rc;
   return Status::success();
 }
 

@@ -44,8 +44,5 @@ struct NodeMask {
 
 // Applies a static placement to the calling process (inherited across fork and exec).
 Status applyMemPolicy(const MemPolicySpec& spec);
-// migrate_pages(2): moves another process's pages from `from` nodes to `to` nodes.
-Status migrateProcess(int pid, const std::vector<int>& from, const std::vector<int>& to,
-                      long& pagesNotMoved);
 
 }  // namespace pimcloud

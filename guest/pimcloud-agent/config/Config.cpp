@@ -273,7 +273,14 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   }
   if (j.contains("placement")) {
     const json& p = j["placement"];
-    c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes"});
+    c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
+                                 "migration_chunk_pages"});
+    double budgetMs = 20;
+    if (c.number(p, "migration_budget_ms", "placement.migration_budget_ms", budgetMs, 0.1, 60000)) {
+      cfg.engine.migrationBudgetNs = static_cast<std::int64_t>(budgetMs * 1e6);
+    }
+    c.number(p, "migration_chunk_pages", "placement.migration_chunk_pages",
+             cfg.engine.migrationChunkPages, 1, 1e6);
     std::string name;
     if (c.string(p, "static", "placement.static", name)) {
       const auto sp = parseStaticPlacement(name);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -32,6 +33,8 @@ class DecisionLog {
   // (reading stats, cgroup writes, page moves, hotness scans).
   void addIntervalCost(double policySeconds, double totalSeconds);
   void countInterval(const std::string& app, bool violated);
+  // Host time between the starts of two intervals (the loop's period as kept).
+  void addIntervalGap(std::int64_t ns) { maxGapNs_ = std::max(maxGapNs_, ns); }
 
   std::string summaryJson(const std::string& policy) const;
   // Atomic: written to a temporary file beside it, then renamed.
@@ -61,6 +64,7 @@ class DecisionLog {
   double maxCpuSeconds_ = 0;
   double policySeconds_ = 0;
   double maxPolicySeconds_ = 0;
+  std::int64_t maxGapNs_ = 0;
 };
 
 bool atomicWriteText(const std::string& path, const std::string& text, std::string& error);

@@ -107,6 +107,7 @@ void Engine::handleEvents(std::int64_t tNs, const LatencyBatch& batch) {
         if (e.spec.qosNs > 0) rt.spec.qosNs = e.spec.qosNs;
         continue;
       }
+      exited_.erase(e.app);
       addApp(e.spec, e.pid);
     } else {
       const AppId id = idOf(e.app);
@@ -126,7 +127,20 @@ void Engine::appGone(std::int64_t tNs, AppId id, const std::string& why) {
       d.reason += d.reason.empty() ? why : "; " + why;
       pending_.push_back(d);
     }
+  } else {
+    Decision d;
+    d.tNs = tNs;
+    d.event = "exit";
+    d.app = id;
+    d.appName = it->second.spec.name;
+    d.reason = why + " (before the policy managed it)";
+    pending_.push_back(d);
   }
+  machine_->releaseApp(it->second.handle);
+  exited_.insert(it->second.spec.name);
+  moves_.erase(std::remove_if(moves_.begin(), moves_.end(),
+                              [id](const MoveJob& j) { return j.app == id; }),
+               moves_.end());
   ids_.erase(it->second.spec.name);
   apps_.erase(it);
   applied_.appCpus.erase(id);
@@ -242,6 +256,7 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
   for (const auto& [name, st] : batch.stats) {
     const AppId id = idOf(name);
     if (id == kBePool) {
+      if (exited_.count(name) != 0) continue;  // its last lines, after its exit
       if (unknownNoted_.insert(name).second) {
         log_->note(tNs, "input-error",
                    "stats for unknown app \"" + name +
@@ -262,9 +277,13 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
 
 void Engine::tick(std::int64_t tNs) {
   const double cpu0 = threadCpuSeconds();
+  const std::int64_t host0 = hostNs();
+  if (lastTickHostNs_ >= 0) log_->addIntervalGap(host0 - lastTickHostNs_);
+  lastTickHostNs_ = host0;
   now_ = tNs;
   const LatencyBatch batch = source_->poll();
   handleEvents(tNs, batch);
+  reapExited(tNs);
   Observation obs = observe(tNs, batch);
 
   // Apps that still need a profile are profiled before the policy sees them.
@@ -312,10 +331,9 @@ void Engine::tick(std::int64_t tNs) {
       if (rt.inPolicy && rt.handle.pid > 0) machine_->trackHotness(rt.handle.pid);
     }
   }
-  for (Decision& d : pending_) {
-    place(d);
-    log_->write(d);
-  }
+  for (std::size_t i = 0; i < pending_.size(); ++i) place(pending_[i], static_cast<long>(i));
+  runMoves(tNs);
+  for (const Decision& d : pending_) log_->write(d);
   pending_.clear();
   log_->addIntervalCost(policySeconds, threadCpuSeconds() - cpu0);
 }
@@ -403,24 +421,148 @@ void Engine::concentrate(std::int64_t tNs) {
     const auto res = applied_.residentStack.find(id);
     if (res == applied_.residentStack.end()) continue;  // the policy keeps no resident stack
     rt.concentrated = true;
-    std::vector<int> others;
-    for (int s = 1; s <= topology_->stacks; ++s) {
-      if (s != res->second) others.push_back(s);
+    // Its private pages on the other stacks, hottest first, so that a gather cut short
+    // by the reserve or a full stack has moved the pages that matter most.
+    MoveJob job;
+    job.app = id;
+    job.node = res->second;
+    job.purpose = "gather on resident stack " + std::to_string(res->second);
+    for (const PageInfo& page : machine_->hotPages(rt.handle.pid, -1)) {
+      if (page.node >= 1 && page.node <= topology_->stacks && page.node != res->second) {
+        job.pages.push_back(page.addr);
+      }
     }
-    const MoveResult r = machine_->migrateProcess(rt.handle.pid, others, res->second);
     Decision d;
     d.tNs = tNs;
     d.event = "concentrate";
     d.app = id;
     d.appName = rt.spec.name;
-    d.pagesMoved = r.moved;
-    d.reason = "CC: pages gathered on resident stack " + std::to_string(res->second);
-    if (!r.status.ok) d.reason += "; " + r.status.error;
+    d.reason = "CC: " + std::to_string(job.pages.size()) + " pages to gather on resident stack " +
+               std::to_string(res->second);
     pending_.push_back(d);
+    job.decision = static_cast<long>(pending_.size()) - 1;
+    if (!job.pages.empty()) enqueueMove(std::move(job));
   }
 }
 
-void Engine::place(Decision& d) {
+void Engine::reapExited(std::int64_t tNs) {
+  std::vector<std::pair<AppId, int>> exited;
+  for (const auto& [id, rt] : apps_) {
+    if (rt.handle.pid > 0 && !machine_->alive(rt.handle)) exited.emplace_back(id, rt.handle.pid);
+  }
+  for (const auto& [id, pid] : exited) {
+    appGone(tNs, id, "process " + std::to_string(pid) + " exited");
+  }
+}
+
+std::int64_t Engine::hostNs() const { return options_.clock ? options_.clock() : monotonicNs(); }
+
+void Engine::enqueueMove(MoveJob job) { moves_.push_back(std::move(job)); }
+
+void Engine::runMoves(std::int64_t tNs) {
+  // What each job did this interval, booked to the decision that started it, or to a
+  // "migrate" decision when it goes on from an earlier interval.
+  struct Progress {
+    MoveJob job;
+    std::uint64_t moved = 0;
+    std::string notes;
+    bool finished = false;
+  };
+  std::vector<Progress> touched;
+  std::vector<std::pair<AppId, std::string>> gone;
+  const std::int64_t start = hostNs();
+  auto note = [](std::string& notes, const std::string& s) {
+    if (!s.empty() && notes.find(s) == std::string::npos) notes += "; " + s;
+  };
+  while (!moves_.empty() && hostNs() - start < options_.migrationBudgetNs) {
+    MoveJob& job = moves_.front();
+    if (touched.empty() || touched.back().job.app != job.app ||
+        touched.back().job.purpose != job.purpose || touched.back().finished) {
+      touched.push_back({job, 0, "", false});
+    }
+    Progress& prog = touched.back();
+    Runtime& rt = apps_.at(job.app);
+    const std::size_t left = job.pages.size() - job.next;
+    // The reserve is checked before every chunk: other processes allocate meanwhile.
+    const auto freeBytes = freeBytesPerStack();
+    const auto f = freeBytes.find(job.node);
+    const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
+    const std::uint64_t room =
+        free > options_.reserveBytes ? (free - options_.reserveBytes) / options_.pageBytes : 0;
+    std::string stop;
+    if (room == 0) {
+      stop = "skipped " + std::to_string(left) + " pages: stack " + std::to_string(job.node) +
+             (options_.reserveBytes > 0 ? " at its reserve (" +
+                                              std::to_string(options_.reserveBytes >> 20) +
+                                              " MiB kept free)"
+                                        : " has no free memory");
+    } else {
+      const std::size_t n = std::min<std::size_t>(
+          {std::max<std::size_t>(options_.migrationChunkPages, 1), left,
+           static_cast<std::size_t>(room)});
+      const std::vector<std::uintptr_t> chunk(job.pages.begin() + static_cast<long>(job.next),
+                                              job.pages.begin() + static_cast<long>(job.next + n));
+      const MoveResult r = machine_->movePages(rt.handle.pid, chunk, job.node);
+      job.next += n;
+      prog.moved += r.moved;
+      if (job.followsCpu >= 0) {
+        auto& booked = rt.movedFor[job.followsCpu];
+        booked.insert(booked.end(), r.movedPages.begin(), r.movedPages.end());
+      }
+      note(prog.notes, r.why(job.node));
+      if (r.status.gone) {
+        gone.emplace_back(job.app, "process gone (ESRCH) while its pages moved");
+        stop = "stopped";
+      } else if (r.targetFull) {
+        stop = std::to_string(job.pages.size() - job.next) + " pages not moved";
+      }
+    }
+    if (!stop.empty() || job.next >= job.pages.size()) {
+      note(prog.notes, stop);
+      prog.finished = true;
+      moves_.pop_front();
+    } else {
+      prog.job.next = job.next;
+    }
+  }
+  for (MoveJob& job : moves_) {
+    // Left for the next intervals: from now on its progress is a "migrate" decision.
+    for (Progress& prog : touched) {
+      if (!prog.finished && prog.job.app == job.app && prog.job.purpose == job.purpose) {
+        note(prog.notes, std::to_string(job.pages.size() - job.next) +
+                             " pages left for the next intervals (migration budget)");
+      }
+    }
+    if (job.decision >= 0 && touched.end() == std::find_if(touched.begin(), touched.end(),
+                                                           [&job](const Progress& p) {
+                                                             return p.job.decision == job.decision;
+                                                           })) {
+      pending_[static_cast<std::size_t>(job.decision)].reason +=
+          "; waits for the migration budget of a later interval";
+    }
+    job.decision = -1;
+  }
+  for (const Progress& prog : touched) {
+    if (prog.job.decision >= 0) {
+      Decision& d = pending_[static_cast<std::size_t>(prog.job.decision)];
+      d.pagesMoved += prog.moved;
+      d.reason += prog.notes;
+      continue;
+    }
+    auto rt = apps_.find(prog.job.app);
+    Decision d;
+    d.tNs = tNs;
+    d.event = "migrate";
+    d.app = prog.job.app;
+    d.appName = rt == apps_.end() ? "" : rt->second.spec.name;
+    d.pagesMoved = prog.moved;
+    d.reason = prog.job.purpose + (prog.finished ? ": done" : ": going on") + prog.notes;
+    pending_.push_back(d);
+  }
+  for (const auto& [id, why] : gone) appGone(tNs, id, why);
+}
+
+void Engine::place(Decision& d, long index) {
   using K = PlacementRequest::Kind;
   const auto freeBytes = freeBytesPerStack();
   for (const PlacementRequest& p : d.placement) {
@@ -438,22 +580,41 @@ void Engine::place(Decision& d) {
             planThreadMigration(pages, std::max(rt.spec.threads, static_cast<int>(rt.tids.size())),
                                 fIt == freeBytes.end() ? 0 : fIt->second, options_.reserveBytes,
                                 options_.pageBytes);
-        const MoveResult r = machine_->movePages(rt.handle.pid, plan.pages, p.stack);
-        d.pagesMoved += r.moved;
-        rt.movedFor[cpu] = plan.pages;
-        if (plan.limitedByMemory || r.targetFull) {
-          d.reason += "; stack " + std::to_string(p.stack) + " has no more free memory";
+        if (plan.limitedByMemory) {
+          d.reason += "; stack " + std::to_string(p.stack) +
+                      " has no more free memory above its reserve (" +
+                      std::to_string(options_.reserveBytes >> 20) + " MiB): " +
+                      std::to_string(plan.pages.size()) + " pages planned";
         }
-        if (!r.status.ok) d.reason += "; page move: " + r.status.error;
+        rt.movedFor[cpu];  // booked as they move (runMoves), never from the plan
+        if (plan.pages.empty()) break;
+        MoveJob job;
+        job.app = p.app;
+        job.node = p.stack;
+        job.followsCpu = cpu;
+        job.purpose = "pages of core " + std::to_string(cpu) + "'s thread";
+        job.pages = plan.pages;
+        job.decision = index;
+        enqueueMove(std::move(job));
         break;
       }
       case K::MigrateThreadBack: {
+        // Pages still queued for the core stay where they are.
+        moves_.erase(std::remove_if(moves_.begin(), moves_.end(),
+                                    [&](const MoveJob& j) {
+                                      return j.app == p.app && j.followsCpu == cpu;
+                                    }),
+                     moves_.end());
         auto mIt = rt.movedFor.find(cpu);
         if (mIt == rt.movedFor.end()) break;
-        const MoveResult r = machine_->movePages(rt.handle.pid, mIt->second, p.stack);
-        d.pagesMoved += r.moved;
-        if (!r.status.ok) d.reason += "; page move back: " + r.status.error;
+        MoveJob job;
+        job.app = p.app;
+        job.node = p.stack;
+        job.purpose = "pages of core " + std::to_string(cpu) + "'s thread, back";
+        job.pages = std::move(mIt->second);
+        job.decision = index;
         rt.movedFor.erase(mIt);
+        if (!job.pages.empty()) enqueueMove(std::move(job));
         break;
       }
       case K::Replicate:

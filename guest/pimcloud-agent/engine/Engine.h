@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -51,6 +53,11 @@ struct EngineOptions {
   int hotnessScanIntervals = 10;  // idle-page-tracking round every this many intervals
   // CC: when an app enters, its pages already elsewhere are gathered on its resident stack.
   StaticPlacement staticPlacement = StaticPlacement::Concentrated;
+  // Page moves take at most this much host time per interval, in chunks; what is left
+  // goes on in the next intervals, so the loop keeps its period under memory pressure.
+  std::int64_t migrationBudgetNs = 20'000'000;
+  std::size_t migrationChunkPages = 256;
+  std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
 // One profile request and what the live statistics said about it. A line counts for the
@@ -88,6 +95,17 @@ class Engine {
   AppId idOf(const std::string& name) const;
 
  private:
+  // Pages on their way to `node`, moved a chunk at a time within the interval's budget.
+  struct MoveJob {
+    AppId app = kBePool;
+    int node = -1;
+    int followsCpu = -1;  // the remote core the pages follow (remembered to move back)
+    std::string purpose;  // for the log: "for core 9", "gather on resident stack 2"
+    std::vector<std::uintptr_t> pages;
+    std::size_t next = 0;
+    long decision = -1;   // index in pending_ of the decision that started it (this tick)
+  };
+
   struct Runtime {
     AppHandle handle;
     std::string controlSocket;
@@ -107,8 +125,12 @@ class Engine {
   void profile(std::int64_t tNs, AppId id, Runtime& rt, const std::vector<IntervalStats>& lines);
   void countProfileLine(Runtime& rt, const IntervalStats& s) const;
   void apply(std::int64_t tNs);
-  void place(Decision& d);
+  void place(Decision& d, long index);
   void concentrate(std::int64_t tNs);
+  void reapExited(std::int64_t tNs);
+  void enqueueMove(MoveJob job);
+  void runMoves(std::int64_t tNs);
+  std::int64_t hostNs() const;
   void appGone(std::int64_t tNs, AppId id, const std::string& why);
   void control(const std::string& line);
   void serviceCommand(const Runtime& rt, const std::string& command, Decision& d);
@@ -126,8 +148,11 @@ class Engine {
   std::map<AppId, Runtime> apps_;
   std::map<std::string, AppId> ids_;
   std::set<std::string> unknownNoted_;
+  std::set<std::string> exited_;  // apps gone: their last stats lines are expected
   Assignment applied_;
   std::vector<Decision> pending_;
+  std::deque<MoveJob> moves_;
+  std::int64_t lastTickHostNs_ = -1;
   std::int64_t now_ = 0;
   std::uint64_t ticks_ = 0;
 };

@@ -458,6 +458,15 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
   return o;
 }
 
+// The manager learns of an app's normal end from this line, the interval it happens
+// (a killed app sends none; the agent then sees its process gone).
+void announce_exit(const std::string& app, const HarnessOptions& o) {
+  if (o.stats_file.empty() && o.stats_socket.empty()) return;
+  StatsPublisher publisher(o.stats_file, o.stats_socket);
+  publisher.publish("{\"event\":\"exit\",\"app\":\"" + app + "\",\"pid\":" +
+                    std::to_string(getpid()) + ",\"t_ns\":" + std::to_string(now_ns()) + "}");
+}
+
 bool wait_for_start(const HarnessOptions& o) {
   if (!o.ready_file.empty()) atomic_write(o.ready_file, std::to_string(getpid()) + "\n");
   if (o.start_file.empty()) return true;
@@ -497,6 +506,7 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
     }
     const RunResult result = run(*service, options);
     write_outputs(options, result);
+    announce_exit(app, options);
     std::cout << summary_json(options, result);
     return result.failed ? 3 : 0;
   } catch (const std::exception& e) {
