@@ -7,6 +7,8 @@ with a ``run.json``.  Inside a run folder analysis looks for (at any depth):
 - ``lats.bin`` and ``requests.csv`` / ``requests.parquet``: one per LC app, the app
   named by the folder that holds the file, or by a prefix (``xapian.lats.bin``);
 - ``decisions.jsonl``: the agent's decision log;
+- ``events.jsonl``: what the scenario did (an app arrived, exited, was killed; a stack
+  was filled), drawn on the timelines;
 - ``progress.csv``: a best-effort job's progress, app named as above.
 
 Every frame carries ``run_id``; :func:`with_axes` adds the sweep axes from run.json.
@@ -26,6 +28,7 @@ import pandas as pd
 from .results import (
     ResultsWarning,
     read_decision_log,
+    read_events,
     read_lats_bin,
     read_progress,
     read_request_table,
@@ -53,6 +56,8 @@ class Campaign:
     progress: pd.DataFrame  # run_id, app, t_ns, work
     stats: pd.DataFrame  # run_id + the stats columns
     problems: list[str] = field(default_factory=list)
+    events: pd.DataFrame = field(  # run_id, at_s, kind, target: what the scenario did
+        default_factory=lambda: pd.DataFrame(columns=["run_id", "at_s", "kind", "target"]))
 
     @property
     def axes(self) -> list[str]:
@@ -96,6 +101,7 @@ def load_campaign(
     requests: list[pd.DataFrame] = []
     decisions: list[pd.DataFrame] = []
     progress: list[pd.DataFrame] = []
+    events: list[pd.DataFrame] = []
     stats: list[pd.DataFrame] = []
     seen: dict[str, Path] = {}
     for run_dir in run_dirs:
@@ -148,6 +154,7 @@ def load_campaign(
                 requests.append(frame.rename(columns={"request": "request_id"}))
         collect("decisions.jsonl", read_decision_log, decisions, False)
         collect("progress.csv", read_progress, progress, True)
+        collect("events.jsonl", read_events, events, False)
         if with_stats:
             def read(path: Path) -> pd.DataFrame:
                 frame = parse_stats(path).stats
@@ -165,6 +172,7 @@ def load_campaign(
         progress=_concat(progress, ["run_id", "app", "t_ns", "work"]),
         stats=_concat(stats, ["run_id", "dump", "stat", "subname", "value"]),
         problems=problems,
+        events=_concat(events, ["run_id", "at_s", "kind", "target"]),
     )
 
 

@@ -197,11 +197,13 @@ def convergence_cdf(frame: pd.DataFrame, group: str = "group") -> Figure:
 
 
 def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
-             qos_ns: Mapping[str, float] | None = None, tail: str = "p99_ns") -> Figure:
+             qos_ns: Mapping[str, float] | None = None, tail: str = "p99_ns",
+             events: pd.DataFrame | None = None) -> Figure:
     """Fig. 11: tail latency over QoS per monitoring window, and cores held, over time.
 
     ``windows``: app, t_s, ``tail`` (from :func:`metrics.windowed_percentiles`);
-    ``cores``: app, t_s, cores (from :func:`metrics.core_timeline`).
+    ``cores``: app, t_s, cores (from :func:`metrics.core_timeline`);
+    ``events``: at_s, kind, target (the scenario's events, drawn as labelled lines).
     """
     figure = Figure(figsize=(7.0, 4.5), layout="constrained")
     top, bottom = figure.subplots(2, 1, sharex=True)
@@ -241,6 +243,13 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
     bottom.set_ylabel("cores")
     bottom.yaxis.get_major_locator().set_params(integer=True)
     bottom.set_xlabel("time (s)")
+    if events is not None:
+        for _, event in events.iterrows():
+            for ax in (top, bottom):
+                ax.axvline(float(event["at_s"]), color="0.3", ls=":", lw=1)
+            top.annotate(f"{event['kind']} {event['target']}", (float(event["at_s"]), 1.0),
+                         xycoords=("data", "axes fraction"), rotation=90, va="top",
+                         ha="right", fontsize=7, color="0.3")
     return figure
 
 

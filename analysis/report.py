@@ -322,7 +322,9 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
             cores = metrics.core_timeline(campaign.decisions[campaign.decisions["run_id"]
                                                               == run_id],
                                           origin_ns=metrics.first_arrival_ns(requests))
-        figure = figures.timeline(windows, cores, qos_ns=qos or None)
+        events = campaign.events[campaign.events["run_id"] == run_id]
+        figure = figures.timeline(windows, cores, qos_ns=qos or None,
+                                  events=events if len(events) else None)
         section.figures.append((f"run {run_id}", _save(figure, out, f"timeline_{run_id}")))
     yield section
 

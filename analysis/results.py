@@ -15,6 +15,10 @@ File formats (the writers live in workloads/, guest/pimcloud-agent/ and runs/):
     list of CPU ids, or a count), ``pages_moved`` and ``slack``; other keys are kept.
 ``progress.csv``
     A best-effort job's progress: ``t_ns`` and ``work`` (cumulative units done).
+``events.jsonl``
+    What a scenario did to the run (runs/guest_scenario.py): one JSON object per line
+    with ``at_s`` (seconds after the services' start signal, as scheduled), ``kind``
+    (arrive, exit, kill, fill), ``target`` (an app, or ``stack<k>``) and ``uptime_s``.
 ``run.json``
     The run record: ``run_id`` plus one key per sweep axis (``app``, ``rps``,
     ``manager``...); optional ``qos_ns`` (``{app: ns}``).
@@ -165,6 +169,29 @@ def _core_count(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return math.nan
+
+
+EVENT_COLUMNS = ("at_s", "kind", "target")
+
+
+def read_events(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A scenario's ``events.jsonl``, one row per event, ordered by ``at_s``."""
+    path = Path(path)
+    records = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ResultsFormatError(f"{path}: line {number} is not JSON ({error.msg})") from None
+        missing = [key for key in EVENT_COLUMNS if key not in record]
+        if missing:
+            raise ResultsFormatError(f"{path}: line {number} lacks {missing}; every event "
+                                     f"needs {list(EVENT_COLUMNS)}")
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=[*EVENT_COLUMNS, "uptime_s"])
+    return frame.sort_values("at_s", kind="stable").reset_index(drop=True)
 
 
 def read_progress(path: str | os.PathLike[str]) -> pd.DataFrame:

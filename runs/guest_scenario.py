@@ -21,10 +21,12 @@ import re
 import shlex
 import shutil
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.topology import load_topology
 
 from .layout import REPO_ROOT
 from .spec import Run
@@ -51,6 +53,53 @@ HANG_NOTICE = "services still running after"  # its headline (a pimcloud-run lin
 def fast_forwarded(run: Run, backend: str) -> bool:
     """Whether the run's services load on the atomic cores and start after a switch."""
     return backend == "gem5" and run.spec.gem5.fast_forward
+
+
+def synchronised_start(run: Run, backend: str) -> bool:
+    """Whether every service loads first and starts its requests on one signal (a start
+    file): with fast-forward, and whenever scenario events are timed from that start."""
+    return fast_forwarded(run, backend) or bool(run.scenario.events)
+
+
+def start_file_of(run: Run, app: str) -> str:
+    """The file whose creation starts ``app``'s requests: its own when it arrives later."""
+    return f"/run/pimcloud/start-{app}" if run.scenario.event_of(app, "arrive") else START_FILE
+
+
+def interval_ms(run: Run) -> str:
+    """The monitoring interval (agent) and the live-statistics interval (harness)."""
+    return f"{run.scenario.interval_s * 1e3:g}"
+
+
+def resident_stack(run: Run, index: int) -> int:
+    """The stack the ``index``-th app's memory prefers under CC: its own setting, or the
+    apps in turn over the stacks."""
+    app = run.apps[index]
+    if app.resident is not None:
+        return app.resident
+    return index % len(load_topology(run.topology).stacks) + 1
+
+
+def placement_prefix(run: Run, index: int) -> list[str]:
+    """``pimcloud-agent exec`` that starts a service under the run's static placement
+    (CC: preferred on its resident stack; IL: interleaved over the stacks; FT: as is)."""
+    placement = run.scenario.placement
+    if placement == "ft":
+        return []
+    return ["pimcloud-agent", "exec", "--placement", placement,
+            "--resident", str(resident_stack(run, index)),
+            "--stacks", str(len(load_topology(run.topology).stacks)), "--"]
+
+
+def measured_seconds(run: Run, app: str) -> float:
+    """An app measures until the run ends, from its arrival when it arrives later, to
+    its exit when it exits earlier (events are timed from the start, warm-up included)."""
+    length = run.spec.length
+    arrive = run.scenario.event_of(app, "arrive")
+    leave = run.scenario.event_of(app, "exit")
+    begin = arrive.at_s if arrive else 0.0
+    end = leave.at_s if leave else length.warmup_s + length.measured_s
+    return max(end - begin - length.warmup_s, 1e-3)
 # Libraries every Debian root has: never shipped.
 BASE_LIBRARIES = re.compile(r"^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|"
                             r"libpthread|libdl|librt)")
@@ -107,10 +156,12 @@ def agent_config(run: Run) -> dict[str, Any]:
         if app.max_rps_host_core is not None and app.max_rps_pim_core is not None:
             entry["max_rps_host"] = app.max_rps_host_core
             entry["max_rps_pim"] = app.max_rps_pim_core
+        if s.event_of(app.name, "arrive"):
+            entry["arrives"] = True
         apps.append(entry)
     return {
         "policy": s.manager,
-        "interval_ms": 100,
+        "interval_ms": s.interval_s * 1e3,
         "topology": "sysfs",
         "placement": {"static": s.placement},
         "apps": apps,
@@ -127,12 +178,13 @@ def harness_command(run: Run, index: int, backend: str) -> list[str]:
     app = run.apps[index]
     rps = s.rps_of(app)
     length = run.spec.length
-    command = [f"pimcloud-{app.name}", "--mode", "integrated", "--rps", f"{rps:g}",
-               "--seconds", f"{length.measured_s:g}",
+    command = [*placement_prefix(run, index),
+               f"pimcloud-{app.name}", "--mode", "integrated", "--rps", f"{rps:g}",
+               "--seconds", f"{measured_seconds(run, app.name):g}",
                "--warmup", str(math.ceil(rps * length.warmup_s)),
                "--seed", str(s.seed + index), "--threads", str(app.threads or s.threads),
                "--out", f"{GUEST_RESULTS}/{app.name}", "--stats-file", LATENCY_FILE,
-               "--interval-ms", "100"]
+               "--interval-ms", interval_ms(run)]
     # One dump of gem5's statistics per monitoring interval is enough for the whole run;
     # when every app asked, the dumps would multiply.
     if backend == "gem5" and run.spec.gem5.harness_hooks and index == 0:
@@ -141,9 +193,9 @@ def harness_command(run: Run, index: int, backend: str) -> list[str]:
         # gem5 records each app's requests as its own work item type
         # (system.work_item_type<index>), in the order of the run's apps.
         command += ["--gem5-work-type", str(index)]
-    if fast_forwarded(run, backend):
+    if synchronised_start(run, backend):
         command += ["--ready-file", f"/run/pimcloud/ready-{app.name}",
-                    "--start-file", START_FILE]
+                    "--start-file", start_file_of(run, app.name)]
     if run.scenario.manager != "none":
         # The agent profiles apps it has no max loads for: the harness answers there.
         command += ["--control-file", CONTROL_FILE]
@@ -199,6 +251,34 @@ def watchdog_lines(hang_s: float) -> list[str]:
     ]
 
 
+def event_lines(run: Run) -> list[str]:
+    """Shell lines that do the scenario's events at their times after the start signal,
+    each in a timer process (their pids in TIMERS, ended with the run), and record each
+    in ``$R/events.jsonl`` with the guest's uptime when it happened."""
+    lines = ['TIMERS=""']
+    index_of = {app: i for i, app in enumerate(run.scenario.apps)}
+    for event in run.scenario.events:
+        at = f"{event.at_s:.6f}"
+        if event.kind == "arrive":
+            action = [f"touch {start_file_of(run, event.app or '')}",
+                      f"event {at} arrive {event.app}"]
+        elif event.kind == "exit":
+            # The service ends its measured region then; the timer only records it.
+            action = [f"event {at} exit {event.app}"]
+        elif event.kind == "kill":
+            pid = f"$PID_{index_of[event.app or '']}"
+            action = [f"touch /run/pimcloud/killed-{pid}", f"kill -KILL {pid}",
+                      f"event {at} kill {event.app}"]
+        else:
+            free_mib = (event.free_bytes or 0) // (1 << 20)
+            # The hog replaces the timer process, so it ends with the run's timers.
+            action = [f"event {at} fill stack{event.stack}",
+                      f'exec pimcloud-memhog --node {event.stack} --free-mib {free_mib} '
+                      f'> "$R/memhog-stack{event.stack}.log" 2>&1']
+        lines += [f"( sleep {at}; " + "; ".join(action) + " ) &", 'TIMERS="$TIMERS $!"']
+    return lines
+
+
 def run_script(run: Run, backend: str) -> str:
     s = run.scenario
     q = shlex.quote
@@ -214,9 +294,18 @@ def run_script(run: Run, backend: str) -> str:
         "mkdir -p /run/pimcloud",
         'cp "$HERE/scenario.json" "$R/scenario.json"',
     ]
-    for app in run.apps:
-        lines.append(f'have pimcloud-{app.name} || {{ say "missing pimcloud-{app.name}: build '
+    needed = [f"pimcloud-{app.name}" for app in run.apps]
+    if placement_prefix(run, 0):
+        needed.append("pimcloud-agent")  # starts the services under the static placement
+    if any(e.kind == "fill" for e in s.events):
+        needed.append("pimcloud-memhog")
+    for program in needed:
+        lines.append(f'have {program} || {{ say "missing {program}: build '
                      f'the workloads (make cxx) and rebuild the image"; exit 3; }}')
+    # event AT KIND TARGET: one JSON line in events.jsonl, with the guest's uptime.
+    record = ('{\\"at_s\\":$1,\\"kind\\":\\"$2\\",\\"target\\":\\"$3\\",'
+              '\\"uptime_s\\":$(cut -d" " -f1 /proc/uptime)}')
+    lines.append(f'event() {{ echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}')
     lines.append('AGENT=""')
     if s.manager != "none":
         lines += [
@@ -249,11 +338,10 @@ def run_script(run: Run, backend: str) -> str:
                            f'"$R{part[len(GUEST_RESULTS):]}"'
                            for part in harness_command(run, index, backend))
         lines += [f'mkdir -p "$R/{app.name}"',
-                  f'{command} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"']
-    if fast_forwarded(run, backend):
+                  f'{command} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"', f"PID_{index}=$!"]
+    if synchronised_start(run, backend):
         ready = " ".join(f"/run/pimcloud/ready-{app.name}" for app in run.apps)
         lines += [
-            # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
             f"for f in {ready}; do",
             '  while [ ! -e "$f" ]; do',
             '    for pid in $LC; do kill -0 $pid 2>/dev/null || { say "service pid $pid '
@@ -261,17 +349,23 @@ def run_script(run: Run, backend: str) -> str:
             "    sleep 0.01",
             "  done",
             "done",
-            'say "services ready: switching to the detailed cores"',
-            "m5 switchcpu",
-            f"touch {START_FILE}",
         ]
+        if fast_forwarded(run, backend):
+            # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
+            lines += ['say "services ready: switching to the detailed cores"', "m5 switchcpu"]
+        lines.append(f"touch {START_FILE}")
+    lines += event_lines(run)
     hang_s = hang_after_s(run, backend)
     lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']
     lines += [
         "status=0",
         "for pid in $LC; do",
-        "  wait $pid || { code=$?; say \"service pid $pid exit $code\"; status=1; }",
+        # A service the scenario killed is expected to end by its signal.
+        "  wait $pid || { code=$?; if [ -e /run/pimcloud/killed-$pid ]; then "
+        "say \"service pid $pid killed by the scenario\"; else "
+        "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
+        "for pid in $TIMERS; do kill $pid 2>/dev/null; done",
         'if [ -n "$WATCHDOG" ]; then kill $WATCHDOG 2>/dev/null; wait $WATCHDOG 2>/dev/null; fi',
         f"if [ -e /run/pimcloud/hung ]; then status={HANG_EXIT}; fi",
         # A manager that died early (bad config, crash) would leave the run unmanaged
@@ -295,8 +389,10 @@ def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = T
     if ship_programs:
         names = [f"pimcloud-{app.name}" for app in run.apps]
         names += [f"pimcloud-be-{job}" for job in run.scenario.be]
-        if run.scenario.manager != "none":
+        if run.scenario.manager != "none" or placement_prefix(run, 0):
             names.append("pimcloud-agent")
+        if any(e.kind == "fill" for e in run.scenario.events):
+            names.append("pimcloud-memhog")
         for name in names:
             candidates = program_candidates(name)
             if not candidates:
@@ -319,6 +415,8 @@ def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = T
         "placement": run.scenario.placement,
         "seed": run.scenario.seed,
         "be": list(run.scenario.be),
+        "interval_s": run.scenario.interval_s,
+        "events": [asdict(event) for event in run.scenario.events],
         "warmup_s": run.spec.length.warmup_s,
         "measured_s": run.spec.length.measured_s,
         "shipped_programs": shipped,

@@ -38,6 +38,11 @@ BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads")
+# What can happen to a run once its services have started (scenario.events): an app
+# arrives (starts its requests) or exits (ends its measured region) at a time, is
+# killed (SIGKILL), or a memory hog fills a stack until little is free.
+EVENT_KINDS = ("arrive", "exit", "kill", "fill")
+DEFAULT_INTERVAL_S = 0.1  # the paper's monitoring interval (section IV-E)
 AXIS_KEYS = (*SCENARIO_KEYS, "topology")
 APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
@@ -72,6 +77,20 @@ class AppSpec:
     # the manager skips profiling the app (which costs simulated time in gem5).
     max_rps_host_core: float | None = None
     max_rps_pim_core: float | None = None
+    # The stack the app's memory prefers when it starts under CC (set_mempolicy before
+    # exec); default: the run's apps in turn over the stacks, 1, 2, ..., M, 1, ...
+    resident: int | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioEvent:
+    """Something done to a run at ``at_s`` simulated seconds after its services start."""
+
+    at_s: float
+    kind: str  # one of EVENT_KINDS
+    app: str | None = None  # arrive, exit, kill
+    stack: int | None = None  # fill: the stack (NUMA node) to fill
+    free_bytes: int | None = None  # fill: what the hog leaves free on it
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,12 @@ class Scenario:
     seed: int
     be: tuple[str, ...]
     threads: int
+    events: tuple[ScenarioEvent, ...] = ()
+    interval_s: float = DEFAULT_INTERVAL_S  # the manager's and the harness's interval
+
+    def event_of(self, app: str, kind: str) -> ScenarioEvent | None:
+        """The run's ``kind`` event for ``app`` (arrive, exit, kill), if any."""
+        return next((e for e in self.events if e.app == app and e.kind == kind), None)
 
     def rps_of(self, app: AppSpec) -> float:
         """The offered load of ``app`` in requests per second."""
@@ -455,9 +480,12 @@ def _parse_apps(table: _Table) -> dict[str, AppSpec]:
             raise t.error("max_rps_host_core", rates["max_rps_host_core"],
                           "give max_rps_host_core and max_rps_pim_core together (their "
                           "ratio is the manager's R), or neither to let it profile")
+        resident = t.raw("resident")
+        if resident is not None:
+            t.integer("resident", 1, minimum=1)
         apps[name] = AppSpec(name, rates["max_rps"], qos_ns, threads,
                              {str(k): str(v) for k, v in options.items()}, data,
-                             rates["max_rps_host_core"], rates["max_rps_pim_core"])
+                             rates["max_rps_host_core"], rates["max_rps_pim_core"], resident)
         t.finish()
     return apps
 
@@ -480,7 +508,31 @@ def _parse_scenario(t: _Table) -> Scenario:
         seed=t.integer("seed", 1),
         be=t.strings("be"),
         threads=t.integer("threads", 4, minimum=1),
+        events=_parse_events(t),
+        interval_s=t.seconds("interval", "100ms"),
     )
+
+
+def _parse_events(t: _Table) -> tuple[ScenarioEvent, ...]:
+    """``[[scenario.events]]``: at, kind and what the kind needs; checked per run later."""
+    raw = t.raw("events", [])
+    if not isinstance(raw, list):
+        raise t.error("events", raw, 'write events as [[scenario.events]] tables with at = '
+                      '"200ms" and kind = one of ' + ", ".join(EVENT_KINDS))
+    events = []
+    for index, entry in enumerate(raw):
+        e = _Table(t.source, f"{t.name('events')}[{index}]", entry)
+        kind = e.choice("kind", EVENT_KINDS)
+        at_s = e.seconds("at", None)
+        app = stack = free = None
+        if kind == "fill":
+            stack = e.integer("stack", None, minimum=1)
+            free = e.quantity("free", parse_size, None, positive=False)
+        else:
+            app = e.string("app", None)
+        e.finish()
+        events.append(ScenarioEvent(at_s, kind, app, stack, free))
+    return tuple(sorted(events, key=lambda ev: ev.at_s))
 
 
 def _topology_name(value: str, base: Path) -> str:
@@ -567,7 +619,53 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
                 raise SpecError(spec.source, f"scenario.rps.{app}", value, "must be > 0")
     elif s.rps is not None and (isinstance(s.rps, bool) or s.rps <= 0):
         raise SpecError(spec.source, "scenario.rps", s.rps, "must be greater than zero")
+    _check_events(spec, run)
+    stacks = len(load_topology(run.topology).stacks)
+    for app in run.apps:
+        if app.resident is not None and app.resident > stacks:
+            raise SpecError(spec.source, f"apps.{app.name}.resident", app.resident,
+                            f"{where}: {run.topology} has stacks 1..{stacks}")
     for be in s.be:
         if not APP_NAME.match(be):
             raise SpecError(spec.source, "scenario.be", be, "a best-effort job name is lower "
                             "case (the binary pimcloud-be-<name>, or a stress-ng stressor)")
+
+
+def _check_events(spec: CampaignSpec, run: Run) -> None:
+    """Events name apps of the run and times its length allows."""
+    s = run.scenario
+    where = f"run {run.run_id}"
+    length = spec.length
+    stacks = len(load_topology(run.topology).stacks)
+    seen: set[tuple[str, str]] = set()
+    for index, event in enumerate(s.events):
+        field_name = f"scenario.events[{index}]"
+        if event.kind == "fill":
+            if event.stack is not None and event.stack > stacks:
+                raise SpecError(spec.source, f"{field_name}.stack", event.stack,
+                                f"{where}: {run.topology} has stacks 1..{stacks}")
+            continue
+        if event.app not in s.apps:
+            raise SpecError(spec.source, f"{field_name}.app", event.app,
+                            f"{where}: not in the run's apps {list(s.apps)}")
+        if (event.app, event.kind) in seen:
+            raise SpecError(spec.source, f"{field_name}.kind", event.kind,
+                            f"{where}: {event.app} has two {event.kind} events; keep one")
+        seen.add((event.app, event.kind))
+        if event.kind == "arrive" and event.at_s >= length.measured_s:
+            raise SpecError(spec.source, f"{field_name}.at", f"{event.at_s:g}s",
+                            "an app that arrives runs its warm-up, then measures until the "
+                            "others end: arrive before length.measured")
+        if event.kind == "exit" and event.at_s <= length.warmup_s:
+            raise SpecError(spec.source, f"{field_name}.at", f"{event.at_s:g}s",
+                            "an app exits at the end of its measured region: give a time "
+                            "after length.warmup")
+        if event.kind in ("exit", "kill") and event.at_s > length.warmup_s + length.measured_s:
+            raise SpecError(spec.source, f"{field_name}.at", f"{event.at_s:g}s",
+                            "after the run's end (length.warmup + length.measured): the app "
+                            "would have ended already")
+    arrive, leave = ({e.app for e in s.events if e.kind == k} for k in ("arrive", "exit"))
+    for app in arrive & leave:
+        if s.event_of(app, "exit").at_s <= s.event_of(app, "arrive").at_s:  # type: ignore[union-attr]
+            raise SpecError(spec.source, "scenario.events", app,
+                            f"{where}: {app} exits before it arrives; swap the times")

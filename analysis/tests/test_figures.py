@@ -1,3 +1,6 @@
+from __future__ import annotations
+
+from pathlib import Path
 
 
 def test_timeline_gives_each_app_one_colour_in_both_panels() -> None:
@@ -17,3 +20,28 @@ def test_timeline_gives_each_app_one_colour_in_both_panels() -> None:
                       if not line.get_label().startswith("_")}
     assert set(bottom_colours) == {"a", "b"}
     assert top_colours == bottom_colours
+
+
+def test_timeline_marks_the_scenarios_events_on_both_panels(tmp_path: Path) -> None:
+    import json
+
+    import pandas as pd
+    from pimcloud.analysis.campaign import load_campaign
+    from pimcloud.analysis.figures import timeline
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "r1"}))
+    (run / "events.jsonl").write_text(
+        '{"at_s":0.3,"kind":"kill","target":"imgdnn","uptime_s":12.5}\n'
+        '{"at_s":0.1,"kind":"fill","target":"stack2","uptime_s":12.3}\n')
+    events = load_campaign(tmp_path).events
+    assert events[["at_s", "kind", "target"]].values.tolist() == [
+        [0.1, "fill", "stack2"], [0.3, "kill", "imgdnn"]]
+    windows = pd.DataFrame({"app": ["a", "a"], "t_s": [0.0, 0.5], "p99_ns": [1e6, 2e6]})
+    figure = timeline(windows, None, events=events)
+    top, bottom = figure.axes[:2]
+    for ax in (top, bottom):
+        xs = sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":")
+        assert xs == [0.1, 0.3]
+    assert {t.get_text() for t in top.texts} == {"fill stack2", "kill imgdnn"}

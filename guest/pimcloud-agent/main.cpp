@@ -117,7 +117,7 @@ int run(const std::vector<std::string>& args) {
   }
   FileHarnessControl control(cfg->controlPath);
   Engine engine(topology, *policy, *machine, *source, log, &control, cfg->engine);
-  for (const AppConfig& a : cfg->apps) engine.addApp(a.spec, a.pid, a.controlSocket);
+  for (const AppConfig& a : cfg->apps) engine.addApp(a.spec, a.pid, a.controlSocket, a.arrives);
   log.note(0, "start",
            "policy " + cfg->policy + ", " + std::to_string(topology.hostCores()) + " host + " +
                std::to_string(topology.pimCores()) + " PIM cores on " +

@@ -331,7 +331,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
           continue;
         }
         c.onlyKnown(a, f, {"name", "qos_ms", "max_rps_host", "max_rps_pim", "threads", "pid",
-                         "control_socket"});
+                         "control_socket", "arrives"});
         AppConfig app;
         if (!c.string(a, "name", f + ".name", app.spec.name) || app.spec.name.empty()) {
           c.error(f + ".name", "missing; give every app a unique name as the harness reports it");
@@ -351,6 +351,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
         c.number(a, "threads", f + ".threads", app.spec.threads, 0, 1e6);
         c.number(a, "pid", f + ".pid", app.pid, 0, 1e9);
         c.string(a, "control_socket", f + ".control_socket", app.controlSocket);
+        c.boolean(a, "arrives", f + ".arrives", app.arrives);
         cfg.apps.push_back(app);
       }
     }

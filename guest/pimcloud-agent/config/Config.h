@@ -16,6 +16,7 @@ struct AppConfig {
   AppSpec spec;
   int pid = 0;  // 0: learnt from the harness's stats or start line
   std::string controlSocket;  // the service's replication control socket (optional)
+  bool arrives = false;  // starts later: managed from its first statistics, not at start
 };
 
 struct TopologyConfig {

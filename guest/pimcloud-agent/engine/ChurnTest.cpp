@@ -86,6 +86,32 @@ TEST(EngineChurn, AnAppArrivingMidRunIsRankedAndTakesACore) {
   EXPECT_EQ(p.ranking().size(), 3U);
 }
 
+TEST(EngineChurn, AConfiguredAppThatArrivesLaterEntersWhenItGoesLive) {
+  Driver d("pimcloud");
+  d.app("a", 300, 100, 100, 2);
+  d.app("b", 100, 200, 100, 1);
+  AppSpec late;
+  late.name = "late";
+  late.qosNs = 10e6;
+  late.maxRpsHost = 200;
+  late.maxRpsPim = 200;
+  late.threads = 4;
+  d.engine->addApp(late, 0, "", /*arrives=*/true);
+  d.tick(5);
+  auto& p = dynamic_cast<PimCloudPolicy&>(*d.policy);
+  EXPECT_EQ(p.ranking().size(), 2U) << "not managed before it starts";
+  EXPECT_EQ(d.machine.appCpus.count("late"), 0U);
+  FakeAppModel m;
+  m.load = 100;
+  m.maxRpsHost = m.maxRpsPim = 200;
+  d.machine.addApp("late", 4242, m);
+  d.source.start("late", 10e6, 200, 200);  // its first line carries its pid
+  d.tick(1);
+  EXPECT_EQ(p.ranking().size(), 3U);
+  EXPECT_EQ(eventsOf(d, "arrive", "late").size(), 1U);
+  EXPECT_EQ(d.machine.appPids.at("late"), 4242);
+}
+
 // A remote core's pages move onto a stack that fills part way: only the pages that moved
 // are booked, and only those come back when the core goes.
 TEST(EngineMigration, PartialMoveBooksWhatMovedAndMovesBackOnlyThose) {

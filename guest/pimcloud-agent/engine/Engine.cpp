@@ -76,9 +76,11 @@ void Engine::serviceCommand(const Runtime& rt, const std::string& command, Decis
   ::close(fd);
 }
 
-void Engine::addApp(const AppSpec& spec, int pid, const std::string& controlSocket) {
+void Engine::addApp(const AppSpec& spec, int pid, const std::string& controlSocket,
+                    bool arrives) {
   const AppId id = nextId_++;
   Runtime rt;
+  rt.arrives = arrives;
   rt.handle = {spec.name, pid};
   rt.controlSocket = controlSocket;
   rt.spec = spec;
@@ -294,6 +296,7 @@ void Engine::tick(std::int64_t tNs) {
     auto it = apps_.find(id);
     if (it == apps_.end() || it->second.inPolicy) continue;
     Runtime& rt = it->second;
+    if (rt.arrives && rt.handle.pid <= 0) continue;  // not started yet
     const bool known = rt.spec.maxRpsHost > 0 && rt.spec.maxRpsPim > 0;
     if (!known) {
       // Profile an app only once it is live (its pid known from its statistics or a

@@ -84,8 +84,11 @@ class Engine {
   Engine(const Topology& topology, Policy& policy, Machine& machine, LatencySource& source,
          DecisionLog& log, HarnessControl* control, EngineOptions options);
 
-  // An LC app known before the first interval (from the config).
-  void addApp(const AppSpec& spec, int pid, const std::string& controlSocket = "");
+  // An LC app known before the first interval (from the config). One that `arrives`
+  // later enters the policy (an arrival, IV-E4) once it is live: its pid known from its
+  // statistics or a start line.
+  void addApp(const AppSpec& spec, int pid, const std::string& controlSocket = "",
+              bool arrives = false);
   // One monitoring interval at time tNs.
   void tick(std::int64_t tNs);
   // Ticks every interval until `stop` is set.
@@ -114,6 +117,7 @@ class Engine {
     std::map<int, int> dedicated;  // cpu -> tid
     std::map<int, std::vector<std::uintptr_t>> movedFor;  // remote cpu -> pages moved there
     bool inPolicy = false;
+    bool arrives = false;
     bool concentrated = false;
     // Profiling (IV-D1): max RPS on one host core, then on one PIM core.
     int profilePhase = 0;  // 0 none, 1 host, 2 pim

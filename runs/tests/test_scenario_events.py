@@ -1,0 +1,118 @@
+"""Scenario events (an app arrives, exits or is killed at a time; a hog fills a stack),
+the static placement the services start under, and the scaled interval: the spec checks
+them, and the generated run.sh does them, run here by a real shell with stand-in
+services (the QEMU tests in guest/tests run the real ones)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pimcloud.runs.guest_scenario import agent_config, harness_command, run_script
+from pimcloud.runs.spec import SpecError, parse_spec
+
+
+def spec_with(events: list[dict[str, Any]], **scenario: Any) -> dict[str, Any]:
+    return {"scenario": {"apps": ["kvstore", "imgdnn"], "rps": 100, "manager": "none",
+                         "events": events, **scenario},
+            "length": {"warmup": "50ms", "measured": "1s"}}
+
+
+@pytest.mark.parametrize(("event", "field", "says"), [
+    ({"at": "1s", "kind": "kill", "app": "oltp"}, "events[0].app", "not in the run's apps"),
+    ({"at": "1s", "kind": "arrive", "app": "kvstore"}, "events[0].at", "arrive before"),
+    ({"at": "20ms", "kind": "exit", "app": "kvstore"}, "events[0].at", "after length.warmup"),
+    ({"at": "2s", "kind": "kill", "app": "kvstore"}, "events[0].at", "after the run's end"),
+    ({"at": "1s", "kind": "fill", "stack": 3, "free": "64MiB"}, "events[0].stack", "1..2"),
+    ({"at": "1s", "kind": "fill", "stack": 1}, "events[0].free", "missing"),
+    ({"at": "1s", "kind": "explode", "app": "kvstore"}, "events[0].kind", "choose one of"),
+])
+def test_bad_events_name_the_field_and_the_fix(event: dict[str, Any], field: str,
+                                               says: str) -> None:
+    with pytest.raises(SpecError, match=says) as error:
+        parse_spec(spec_with([event]))
+    assert field in str(error.value)
+
+
+def test_an_app_that_exits_before_it_arrives_is_refused() -> None:
+    with pytest.raises(SpecError, match="exits before it arrives"):
+        parse_spec(spec_with([{"at": "500ms", "kind": "arrive", "app": "imgdnn"},
+                              {"at": "300ms", "kind": "exit", "app": "imgdnn"}]))
+
+
+def test_lengths_interval_and_placement_reach_the_harness_and_the_agent() -> None:
+    spec = parse_spec(spec_with([{"at": "400ms", "kind": "arrive", "app": "imgdnn"},
+                                 {"at": "600ms", "kind": "exit", "app": "kvstore"}],
+                                placement="il", manager="pimcloud", interval="10ms"))
+    run = spec.runs()[0]
+    kv, img = (harness_command(run, i, "qemu") for i in range(2))
+    assert kv[:8] == ["pimcloud-agent", "exec", "--placement", "il", "--resident", "1",
+                      "--stacks", "2"]
+    # kvstore measures from its warm-up's end to its exit; imgdnn from its arrival to the end.
+    assert kv[kv.index("--seconds") + 1] == "0.55"
+    assert img[img.index("--seconds") + 1] == "0.6"
+    assert img[img.index("--start-file") + 1] == "/run/pimcloud/start-imgdnn"
+    assert kv[kv.index("--interval-ms") + 1] == "10"
+    config = agent_config(run)
+    assert config["interval_ms"] == pytest.approx(10)
+    assert [a.get("arrives", False) for a in config["apps"]] == [False, True]
+
+
+STAND_IN = """#!/bin/sh
+# A stand-in service: loads, says it is ready, waits for its start file, serves --seconds.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift ;;
+    --ready-file) ready=$2; shift ;;
+    --start-file) start=$2; shift ;;
+    --out) out=$2; shift ;;
+  esac
+  shift
+done
+touch "$ready"
+while [ ! -e "$start" ]; do sleep 0.01; done
+date +%s.%N > "$out/started"
+sleep "$seconds"
+date +%s.%N > "$out/ended"
+"""
+
+
+def test_the_run_script_does_its_events_at_their_times(tmp_path: Path) -> None:
+    spec = parse_spec(spec_with([{"at": "300ms", "kind": "kill", "app": "imgdnn"},
+                                 {"at": "200ms", "kind": "arrive", "app": "kvstore"}],
+                                placement="ft"))
+    run = spec.runs()[0]
+    folder = tmp_path / "pimcloud"
+    results = tmp_path / "results"
+    bin_dir = tmp_path / "bin"
+    for path in (folder, results, bin_dir):
+        path.mkdir()
+    for app in ("kvstore", "imgdnn"):
+        program = bin_dir / f"pimcloud-{app}"
+        program.write_text(STAND_IN)
+        program.chmod(0o755)
+    (tmp_path / "scenario.json").write_text("{}")
+    script = run_script(run, "qemu").replace("/run/pimcloud", str(folder))
+    (tmp_path / "run.sh").write_text(script)
+    env = {**os.environ, "PIMCLOUD_SCENARIO_DIR": str(tmp_path), "PIMCLOUD_RESULTS": str(results),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    begin = time.time()
+    done = subprocess.run(["sh", str(tmp_path / "run.sh")], capture_output=True, text=True,
+                          env=env, check=False, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "killed by the scenario" in done.stdout
+    events = [json.loads(line) for line in (results / "events.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["target"]) for e in events] == [("arrive", "kvstore"),
+                                                          ("kill", "imgdnn")]
+    # imgdnn started with the signal and never ended; kvstore started at its arrival.
+    assert not (results / "imgdnn" / "ended").exists()
+    img_start = float((results / "imgdnn" / "started").read_text())
+    kv_start = float((results / "kvstore" / "started").read_text())
+    assert 0.15 < kv_start - img_start < 1.0
+    assert (results / "kvstore" / "ended").exists()
+    assert time.time() - begin < 30
