@@ -36,6 +36,8 @@ GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
 START_FILE = "/run/pimcloud/start"  # fast-forward: services wait for it after loading
+CGROUP_ROOT = "/sys/fs/cgroup/pimcloud"  # the agent's cgroup tree (its config's default)
+NUMA_MAPS_PERIOD_S = 0.5  # how often run.sh keeps each service's latest numa_maps
 
 
 # Simulated seconds allowed for a restored guest to start its services before the
@@ -251,13 +253,63 @@ def watchdog_lines(hang_s: float) -> list[str]:
     ]
 
 
+def hog_command(stack: int | None, free_bytes: int | None) -> str:
+    free_mib = (free_bytes or 0) // (1 << 20)
+    return (f'pimcloud-memhog --node {stack} --free-mib {free_mib} '
+            f'> "$R/memhog-stack{stack}.log" 2>&1')
+
+
+def prefill_lines(run: Run) -> list[str]:
+    """Fill events at time 0: the stack is full when the services start, so the hog runs
+    (and has filled) before the start signal."""
+    lines = ['TIMERS=""']
+    for event in run.scenario.events:
+        if event.kind != "fill" or event.at_s > 0:
+            continue
+        log = f'"$R/memhog-stack{event.stack}.log"'
+        lines += [f"{hog_command(event.stack, event.free_bytes)} &", 'TIMERS="$TIMERS $!"',
+                  f"while ! grep -q filled {log} 2>/dev/null; do",
+                  '  kill -0 $! 2>/dev/null || { say "the memory hog failed: see its log"; '
+                  "exit 3; }",
+                  "  sleep 0.05",
+                  "done",
+                  f"event 0 fill stack{event.stack}"]
+    return lines
+
+
+def kernel_file_lines(run: Run) -> list[str]:
+    """Each service's numa_maps at the start and its latest while it runs (a sampler every
+    NUMA_MAPS_PERIOD_S), so pages moved can be checked against the kernel's own count."""
+    lines = ["(", "  while :; do"]
+    for index, app in enumerate(run.scenario.apps):
+        lines.append(f'    cat /proc/$PID_{index}/numa_maps > "$R/{app}/numa_maps.tmp" '
+                     f'2>/dev/null && [ -s "$R/{app}/numa_maps.tmp" ] && '
+                     f'mv "$R/{app}/numa_maps.tmp" "$R/{app}/numa_maps.last"')
+    lines += [f"    sleep {NUMA_MAPS_PERIOD_S}", "  done", ") &", 'SAMPLER=$!']
+    for index, app in enumerate(run.scenario.apps):
+        lines.append(f'cat /proc/$PID_{index}/numa_maps > "$R/{app}/numa_maps.start" '
+                     "2>/dev/null")
+    return lines
+
+
+def cgroup_snapshot_lines() -> list[str]:
+    """The agent's cgroups as the kernel has them when the services are done."""
+    return [f"for d in {CGROUP_ROOT}/*/; do",
+            '  [ -e "$d/cpuset.cpus" ] && echo "$(basename "$d") cpus=$(cat "$d/cpuset.cpus") '
+            'effective=$(cat "$d/cpuset.cpus.effective" 2>/dev/null) '
+            'procs=$(tr "\\n" " " < "$d/cgroup.procs")"',
+            'done > "$R/cgroups.txt" 2>/dev/null']
+
+
 def event_lines(run: Run) -> list[str]:
     """Shell lines that do the scenario's events at their times after the start signal,
     each in a timer process (their pids in TIMERS, ended with the run), and record each
     in ``$R/events.jsonl`` with the guest's uptime when it happened."""
-    lines = ['TIMERS=""']
+    lines = []
     index_of = {app: i for i, app in enumerate(run.scenario.apps)}
     for event in run.scenario.events:
+        if event.kind == "fill" and event.at_s <= 0:
+            continue  # done before the start (prefill_lines)
         at = f"{event.at_s:.6f}"
         if event.kind == "arrive":
             action = [f"touch {start_file_of(run, event.app or '')}",
@@ -270,11 +322,9 @@ def event_lines(run: Run) -> list[str]:
             action = [f"touch /run/pimcloud/killed-{pid}", f"kill -KILL {pid}",
                       f"event {at} kill {event.app}"]
         else:
-            free_mib = (event.free_bytes or 0) // (1 << 20)
             # The hog replaces the timer process, so it ends with the run's timers.
             action = [f"event {at} fill stack{event.stack}",
-                      f'exec pimcloud-memhog --node {event.stack} --free-mib {free_mib} '
-                      f'> "$R/memhog-stack{event.stack}.log" 2>&1']
+                      f"exec {hog_command(event.stack, event.free_bytes)}"]
         lines += [f"( sleep {at}; " + "; ".join(action) + " ) &", 'TIMERS="$TIMERS $!"']
     return lines
 
@@ -353,8 +403,10 @@ def run_script(run: Run, backend: str) -> str:
         if fast_forwarded(run, backend):
             # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
             lines += ['say "services ready: switching to the detailed cores"', "m5 switchcpu"]
+    lines += prefill_lines(run)
+    if synchronised_start(run, backend):
         lines.append(f"touch {START_FILE}")
-    lines += event_lines(run)
+    lines += kernel_file_lines(run) + event_lines(run)
     hang_s = hang_after_s(run, backend)
     lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']
     lines += [
@@ -365,7 +417,8 @@ def run_script(run: Run, backend: str) -> str:
         "say \"service pid $pid killed by the scenario\"; else "
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
-        "for pid in $TIMERS; do kill $pid 2>/dev/null; done",
+        "for pid in $TIMERS $SAMPLER; do kill $pid 2>/dev/null; done",
+        *cgroup_snapshot_lines(),
         'if [ -n "$WATCHDOG" ]; then kill $WATCHDOG 2>/dev/null; wait $WATCHDOG 2>/dev/null; fi',
         f"if [ -e /run/pimcloud/hung ]; then status={HANG_EXIT}; fi",
         # A manager that died early (bad config, crash) would leave the run unmanaged

@@ -73,7 +73,9 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
     m5 = program_candidates("m5")
     if not m5:
         pytest.skip("the m5 command is not built (make cxx)")
-    barrier = script[script.index("for f in /run/pimcloud/ready-"):script.index("status=0")]
+    # Up to the start signal: the numa_maps sampler that follows runs until the end.
+    barrier = script[script.index("for f in /run/pimcloud/ready-"):
+                     script.index("(\n  while :; do")]
     barrier = barrier.replace("/run/pimcloud", str(tmp_path))
     for app in run.apps:
         (tmp_path / f"ready-{app.name}").write_text("1\n")

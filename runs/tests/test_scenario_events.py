@@ -116,3 +116,8 @@ def test_the_run_script_does_its_events_at_their_times(tmp_path: Path) -> None:
     assert 0.15 < kv_start - img_start < 1.0
     assert (results / "kvstore" / "ended").exists()
     assert time.time() - begin < 30
+    # The kernel's own view of each service's pages, at the start and while it ran.
+    for app in ("kvstore", "imgdnn"):
+        assert (results / app / "numa_maps.start").read_text().strip()
+        assert (results / app / "numa_maps.last").read_text().strip()
+    assert (results / "cgroups.txt").exists()
