@@ -9,7 +9,8 @@ with a ``run.json``.  Inside a run folder analysis looks for (at any depth):
 - ``decisions.jsonl``: the agent's decision log;
 - ``events.jsonl``: what the scenario did (an app arrived, exited, was killed; a stack
   was filled), drawn on the timelines;
-- ``progress.csv``: a best-effort job's progress, app named as above.
+- ``progress.jsonl``: a best-effort job's progress (pimcloud.workloads.besteffort), the
+  job named by its folder;
 
 Every frame carries ``run_id``; :func:`with_axes` adds the sweep axes from run.json.
 """
@@ -25,12 +26,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..workloads.besteffort import PROGRESS_FILE
+from ..workloads.besteffort import read_progress as read_be_progress
 from .results import (
     ResultsWarning,
     read_decision_log,
     read_events,
     read_lats_bin,
-    read_progress,
     read_request_table,
     read_run_record,
 )
@@ -153,7 +155,7 @@ def load_campaign(
             if len(frame) and (frame["run_id"].iat[0], frame["app"].iat[0]) not in have:
                 requests.append(frame.rename(columns={"request": "request_id"}))
         collect("decisions.jsonl", read_decision_log, decisions, False)
-        collect("progress.csv", read_progress, progress, True)
+        collect(PROGRESS_FILE, read_be_progress, progress, True)
         collect("events.jsonl", read_events, events, False)
         if with_stats:
             def read(path: Path) -> pd.DataFrame:

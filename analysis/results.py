@@ -13,8 +13,9 @@ File formats (the writers live in workloads/, guest/pimcloud-agent/ and runs/):
     The agent's decision log, one JSON object per line with at least ``t_ns`` (guest
     monotonic ns), ``event`` and ``app``; optionally ``from_cores`` / ``to_cores`` (a
     list of CPU ids, or a count), ``pages_moved`` and ``slack``; other keys are kept.
-``progress.csv``
-    A best-effort job's progress: ``t_ns`` and ``work`` (cumulative units done).
+``<job>/progress.jsonl``
+    A best-effort job's progress, as ``pimcloud-be`` writes it and
+    :mod:`pimcloud.workloads.besteffort` reads it (``t_ns`` and cumulative ``work``).
 ``events.jsonl``
     What a scenario did to the run (runs/guest_scenario.py): one JSON object per line
     with ``at_s`` (seconds after the services' start signal, as scheduled), ``kind``
@@ -192,16 +193,6 @@ def read_events(path: str | os.PathLike[str]) -> pd.DataFrame:
         records.append(record)
     frame = pd.DataFrame.from_records(records, columns=[*EVENT_COLUMNS, "uptime_s"])
     return frame.sort_values("at_s", kind="stable").reset_index(drop=True)
-
-
-def read_progress(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A best-effort job's progress table: ``t_ns`` and cumulative ``work``."""
-    path = Path(path)
-    frame = pd.read_csv(path)
-    missing = [column for column in ("t_ns", "work") if column not in frame.columns]
-    if missing:
-        raise ResultsFormatError(f"{path}: progress table lacks columns {missing}")
-    return frame.sort_values("t_ns").reset_index(drop=True)
 
 
 def read_run_record(path: str | os.PathLike[str]) -> dict[str, Any]:

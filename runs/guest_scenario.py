@@ -10,7 +10,9 @@
                     prefers /opt/pimcloud/bin (the image's own copies)
 
 Results the guest leaves in /results, as analysis reads them (analysis/README.md):
-``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<be>/progress.csv``.
+``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<job>/progress.jsonl``
+(pimcloud.workloads.besteffort), ``events.jsonl``, ``<app>/numa_maps.start|last``,
+``cgroups.txt``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 from pimcloud.atomic import atomic_write_text
 from pimcloud.topology import load_topology
+from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
+from pimcloud.workloads.besteffort import be_command
 
 from .layout import REPO_ROOT
 from .spec import Run
@@ -371,17 +375,19 @@ def run_script(run: Run, backend: str) -> str:
             lines += ["else", f'  say "missing pimcloud-agent: manager {s.manager} needs it"',
                       "  exit 3", "fi"]
     lines.append('BE=""')
+    if s.be:
+        lines.append(f'have {BE_PROGRAM} || {{ say "missing {BE_PROGRAM}: build the workloads '
+                     '(make cxx) and rebuild the image"; exit 3; }')
     for job in s.be:
-        lines += [
-            f"if have pimcloud-be-{job}; then",
-            f'  pimcloud-be-{job} --out "$R/{job}" > "$R/{job}.log" 2>&1 &',
-            "elif have stress-ng; then",
-            f"  stress-ng --{job} 0 > \"$R/{job}.log\" 2>&1 &",
-            "else",
-            f'  say "missing best-effort job {job}"; exit 3',
-            "fi",
-            'BE="$BE $!"',
-        ]
+        command = " ".join(be_command(job, f'"$R/{job}"', "$(nproc)", s.interval_s * 1e3))
+        lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"']
+    if s.be and s.manager != "none":
+        # The agent gives best-effort jobs the cores no LC app holds: they live in its BE
+        # cgroup, which it creates when it starts.
+        lines += [f"for _ in $(seq 1 200); do [ -e {CGROUP_ROOT}/be/cgroup.procs ] && break; "
+                  "sleep 0.01; done",
+                  f"for pid in $BE; do echo $pid > {CGROUP_ROOT}/be/cgroup.procs || "
+                  'say "best-effort pid $pid: not in the BE cgroup"; done']
     lines.append('LC=""')
     for index, app in enumerate(run.apps):
         command = " ".join(q(part) if not part.startswith(GUEST_RESULTS) else
@@ -441,7 +447,8 @@ def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = T
     shipped: list[str] = []
     if ship_programs:
         names = [f"pimcloud-{app.name}" for app in run.apps]
-        names += [f"pimcloud-be-{job}" for job in run.scenario.be]
+        if run.scenario.be:
+            names.append(BE_PROGRAM)
         if run.scenario.manager != "none" or placement_prefix(run, 0):
             names.append("pimcloud-agent")
         if any(e.kind == "fill" for e in run.scenario.events):

@@ -25,6 +25,7 @@ from typing import Any
 
 from pimcloud.topology import TopologyError, load_topology
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
+from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 
 from ..checked import CheckedTable, InputError
 
@@ -523,7 +524,7 @@ def _parse_events(t: _Table) -> tuple[ScenarioEvent, ...]:
     for index, entry in enumerate(raw):
         e = _Table(t.source, f"{t.name('events')}[{index}]", entry)
         kind = e.choice("kind", EVENT_KINDS)
-        at_s = e.seconds("at", None)
+        at_s = e.quantity("at", parse_time_ps, None, positive=False) / 1e12  # 0: at the start
         app = stack = free = None
         if kind == "fill":
             stack = e.integer("stack", None, minimum=1)
@@ -626,9 +627,9 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
             raise SpecError(spec.source, f"apps.{app.name}.resident", app.resident,
                             f"{where}: {run.topology} has stacks 1..{stacks}")
     for be in s.be:
-        if not APP_NAME.match(be):
-            raise SpecError(spec.source, "scenario.be", be, "a best-effort job name is lower "
-                            "case (the binary pimcloud-be-<name>, or a stress-ng stressor)")
+        if be not in BE_JOBS:
+            raise SpecError(spec.source, "scenario.be", be, "not a best-effort job; use "
+                            + ", ".join(sorted(BE_JOBS)) + " (pimcloud.workloads.besteffort)")
 
 
 def _check_events(spec: CampaignSpec, run: Run) -> None:

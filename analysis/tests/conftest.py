@@ -88,8 +88,14 @@ def demo_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (run / "results" / "decisions.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in log))
             (run / "results" / "blackscholes").mkdir()
-            pd.DataFrame({"t_ns": [0, 1e9, 2e9], "work": [0, 40 * load, 90 * load]}).to_csv(
-                run / "results" / "blackscholes" / "progress.csv", index=False)
+            # As pimcloud-be writes it: work per 1 s interval, then a final line.
+            lines = [{"job": "compute", "t_ns": t, "interval_ns": 10**9, "work": w,
+                      "unit": "GFLOP", "final": False} for t, w in
+                     ((10**9, 40 * load), (2 * 10**9, 50 * load))]
+            lines.append({"job": "compute", "t_ns": 2 * 10**9, "interval_ns": 2 * 10**9,
+                          "work": 90 * load, "unit": "GFLOP", "final": True})
+            (run / "results" / "blackscholes" / "progress.jsonl").write_text(
+                "".join(json.dumps(line) + "\n" for line in lines))
             (run / "m5out").mkdir()
             (run / "m5out" / "stats.txt").write_text(
                 server_stats_text(3, seed=len(run.name), host_cpus=2, pim_cpus=2))

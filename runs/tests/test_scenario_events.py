@@ -39,6 +39,14 @@ def test_bad_events_name_the_field_and_the_fix(event: dict[str, Any], field: str
     assert field in str(error.value)
 
 
+def test_a_fill_at_time_zero_is_done_before_the_start_signal() -> None:
+    spec = parse_spec(spec_with([{"at": "0s", "kind": "fill", "stack": 2, "free": "100MiB"}]))
+    script = run_script(spec.runs()[0], "qemu")
+    hog = script.index("pimcloud-memhog --node 2 --free-mib 100")
+    assert hog < script.index("touch /run/pimcloud/start")
+    assert script.index("grep -q filled", hog) < script.index("touch /run/pimcloud/start")
+
+
 def test_an_app_that_exits_before_it_arrives_is_refused() -> None:
     with pytest.raises(SpecError, match="exits before it arrives"):
         parse_spec(spec_with([{"at": "500ms", "kind": "arrive", "app": "imgdnn"},
@@ -121,3 +129,14 @@ def test_the_run_script_does_its_events_at_their_times(tmp_path: Path) -> None:
         assert (results / app / "numa_maps.start").read_text().strip()
         assert (results / app / "numa_maps.last").read_text().strip()
     assert (results / "cgroups.txt").exists()
+
+
+def test_best_effort_jobs_start_from_the_registry_into_the_be_cgroup() -> None:
+    spec = parse_spec(spec_with([], be=["compute", "membw"], manager="pimcloud"))
+    script = run_script(spec.runs()[0], "qemu")
+    assert 'pimcloud-be compute --threads $(nproc) --seconds 0 --interval-ms 100 ' \
+           '--stats-file "$R/compute"/progress.jsonl' in script
+    assert "pimcloud-be membw" in script and "--mib 16" in script
+    assert "/sys/fs/cgroup/pimcloud/be/cgroup.procs" in script
+    with pytest.raises(SpecError, match="use compute, membw"):
+        parse_spec(spec_with([], be=["stream"]))

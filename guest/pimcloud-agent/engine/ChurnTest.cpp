@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "engine/TestDriver.h"
@@ -238,6 +239,27 @@ TEST(EngineMigration, AnAppThatExitsMidGatherDropsItsQueuedMoves) {
   d.tick(3);
   EXPECT_EQ(pagesOn(d, 1000, 2), before);
   EXPECT_EQ(eventsOf(d, "exit", "averse").size(), 1U);
+}
+
+}  // namespace
+}  // namespace pimcloud
+
+namespace pimcloud {
+namespace {
+
+TEST(EngineLoop, TheSummaryNamesTheLargestGapBetweenIntervals) {
+  std::int64_t host = 0;
+  EngineOptions opts;
+  opts.clock = [&host] { return host; };
+  testing::Driver d("pimcloud", {}, Topology::paper(), opts);
+  d.app("a", 300, 100, 100, 2);
+  for (int i = 0; i < 10; ++i) {
+    host += i == 6 ? 450'000'000 : 100'000'000;  // one interval began 350 ms late
+    d.tick(1);
+  }
+  const auto summary = nlohmann::json::parse(d.log.summaryJson("pimcloud"));
+  EXPECT_DOUBLE_EQ(summary["interval_gap_max_ms"].get<double>(), 450.0);
+  EXPECT_EQ(summary["interval_gap_max_at_ns"].get<std::int64_t>(), 7 * 100'000'000LL);
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ std::string DecisionLog::summaryJson(const std::string& policy) const {
   j["interval_cpu_s_mean"] = cpuSeconds_ / n;
   j["interval_cpu_s_max"] = maxCpuSeconds_;
   j["interval_gap_max_ms"] = static_cast<double>(maxGapNs_) / 1e6;
+  j["interval_gap_max_at_ns"] = maxGapAtNs_;
   json apps = json::object();
   for (const auto& [name, a] : apps_) {
     if (name.empty()) continue;

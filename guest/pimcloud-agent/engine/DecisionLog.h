@@ -33,8 +33,13 @@ class DecisionLog {
   // (reading stats, cgroup writes, page moves, hotness scans).
   void addIntervalCost(double policySeconds, double totalSeconds);
   void countInterval(const std::string& app, bool violated);
-  // Host time between the starts of two intervals (the loop's period as kept).
-  void addIntervalGap(std::int64_t ns) { maxGapNs_ = std::max(maxGapNs_, ns); }
+  // Host time between the starts of two intervals (the loop's period as kept), and the
+  // interval that began after it.
+  void addIntervalGap(std::int64_t ns, std::int64_t tNs) {
+    if (ns <= maxGapNs_) return;
+    maxGapNs_ = ns;
+    maxGapAtNs_ = tNs;
+  }
 
   std::string summaryJson(const std::string& policy) const;
   // Atomic: written to a temporary file beside it, then renamed.
@@ -65,6 +70,7 @@ class DecisionLog {
   double policySeconds_ = 0;
   double maxPolicySeconds_ = 0;
   std::int64_t maxGapNs_ = 0;
+  std::int64_t maxGapAtNs_ = 0;
 };
 
 bool atomicWriteText(const std::string& path, const std::string& text, std::string& error);

@@ -280,7 +280,7 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
 void Engine::tick(std::int64_t tNs) {
   const double cpu0 = threadCpuSeconds();
   const std::int64_t host0 = hostNs();
-  if (lastTickHostNs_ >= 0) log_->addIntervalGap(host0 - lastTickHostNs_);
+  if (lastTickHostNs_ >= 0) log_->addIntervalGap(host0 - lastTickHostNs_, tNs);
   lastTickHostNs_ = host0;
   now_ = tNs;
   const LatencyBatch batch = source_->poll();

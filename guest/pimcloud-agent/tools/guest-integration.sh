@@ -2,8 +2,9 @@
 # Integration test of the agent inside the guest (QEMU or gem5, `paper` topology: CPUs 0-3
 # on node 0, 4-11 on stack node 1, 12-19 on stack node 2; root; cgroup v2).
 # Two stand-in services and a busy best-effort job; the agent (PIMCloud) changes their
-# cores and migrates pages between stacks. Checks the effect in the kernel's own files
-# (cpusets, /proc/<pid>/numa_maps), not only in the log. Prints PASS/FAIL lines; exits 1
+# cores and migrates pages between stacks, onto a stack a memory hog has nearly filled;
+# one service is killed mid-run. Checks the effect in the kernel's own files (cpusets,
+# cgroups, /proc/<pid>/numa_maps), not only in the log. Prints PASS/FAIL lines; exits 1
 # on any failure.
 #   BIN=/usr/local/bin OUT=/tmp/agent-it sh guest-integration.sh
 set -u
@@ -63,6 +64,14 @@ B=$!
 sh -c 'while :; do :; done' &
 BE=$!
 sleep 1
+# Memory pressure: stack 1, where a's pages go with its remote cores, keeps 24 MiB free,
+# 8 MiB above the agent's reserve: a's threads' shares (16 MiB each) do not fit.
+HOG=""
+if [ -x "$BIN/pimcloud-memhog" ]; then
+  "$BIN/pimcloud-memhog" --node 1 --free-mib 24 > "$OUT/memhog.log" 2>&1 &
+  HOG=$!
+  for _ in $(seq 1 600); do grep -q filled "$OUT/memhog.log" 2>/dev/null && break; sleep 0.1; done
+fi
 a_n1_before=$(node_pages $A 1)
 a_n2_before=$(node_pages $A 2)
 
@@ -70,16 +79,21 @@ a_n2_before=$(node_pages $A 2)
 AGENT=$!
 for _ in 1 2 3 4 5 6 7 8 9 10; do [ -d "$ROOT/be" ] && break; sleep 0.2; done
 echo $BE > "$ROOT/be/cgroup.procs"
-sleep $((SECONDS_RUN - 3))
+sleep $((SECONDS_RUN / 2))
+b_cpus=$(cat "$ROOT/lc-b/cpuset.cpus")
+# b is killed: the agent must notice within one interval and give its cores back.
+kill -KILL $B
+b_killed_s=$(cut -d" " -f1 /proc/uptime)
+sleep $((SECONDS_RUN / 2 - 3))
 
 a_cpus=$(cat "$ROOT/lc-a/cpuset.cpus")
-b_cpus=$(cat "$ROOT/lc-b/cpuset.cpus")
 be_cpus=$(cat "$ROOT/be/cpuset.cpus" 2>/dev/null)
 a_n1_after=$(node_pages $A 1)
 a_in_cg=$(grep -c "^$A\$" "$ROOT/lc-a/cgroup.procs")
 wait $AGENT
 agent_rc=$?
-kill $A $B $BE 2>/dev/null
+b_cgroup_left=$([ -d "$ROOT/lc-b" ] && echo yes || echo no)
+kill $A $BE $HOG 2>/dev/null
 wait 2>/dev/null
 
 check "agent exit" $agent_rc "rc=$agent_rc"
@@ -93,8 +107,31 @@ check "CC placed a on stack 2" $([ "$a_n2_before" -gt "$a_n1_before" ]; echo $?)
   "N1=$a_n1_before N2=$a_n2_before pages at start"
 check "a's pages migrated to stack 1" $([ "$a_n1_after" -gt "$a_n1_before" ]; echo $?) \
   "N1 $a_n1_before -> $a_n1_after pages"
-moved=$(grep -o '"pages_moved":[0-9]*' "$OUT/decisions.jsonl" | awk -F: '{s+=$2} END{print s+0}')
-check "log counts moved pages" $([ "$moved" -gt 0 ]; echo $?) "pages_moved total $moved"
+# Pages booked are pages the kernel moved: a's log total against numa_maps' change on
+# stack 1 (a has no pages moved back while it keeps its remote cores), within 1%.
+moved=$(grep '"app":"a"' "$OUT/decisions.jsonl" | grep -o '"pages_moved":[0-9]*' |
+  awk -F: '{s+=$2} END{print s+0}')
+gained=$((a_n1_after - a_n1_before))
+check "log counts the pages numa_maps saw move" \
+  $(awk -v m="$moved" -v g="$gained" 'BEGIN{d=m-g; if(d<0)d=-d; exit !(m>0 && d<=0.01*g+1)}'; echo $?) \
+  "pages_moved total $moved, N1 gained $gained"
+if [ -n "$HOG" ]; then
+  check "moves stop at the reserve of the nearly full stack" \
+    $(grep -q 'reserve' "$OUT/decisions.jsonl"; echo $?) "$(cat "$OUT/memhog.log")"
+fi
+exit_t=$(grep '"event":"exit","app":"b"' "$OUT/decisions.jsonl" | head -1 |
+  sed 's/.*"t_ns":\([0-9]*\).*/\1/')
+check "b's exit logged within one interval of the kill" \
+  $(awk -v t="${exit_t:-0}" -v k="$b_killed_s" 'BEGIN{d=t/1e9-k; exit !(t>0 && d>=-0.01 && d<=0.12)}'; echo $?) \
+  "killed at ${b_killed_s} s, exit logged at ${exit_t:-none} ns"
+check "b's cgroup removed" $([ "$b_cgroup_left" = no ]; echo $?) "lc-b present: $b_cgroup_left"
+b_first=$(echo "$b_cpus" | cut -d, -f1 | cut -d- -f1)
+check "b's cores recycled" \
+  $(cpu_list_has_any "$be_cpus,$a_cpus" "$b_first" "$b_first" | grep -q 1; echo $?) \
+  "b had $b_cpus; be=$be_cpus a=$a_cpus"
+gap=$(grep -o '"interval_gap_max_ms": *[0-9.]*' "$OUT/summary.json" | awk -F: '{print $2+0}')
+check "the loop kept its period (no gap over 3 intervals)" \
+  $(awk -v g="${gap:-9999}" 'BEGIN{exit !(g <= 300)}'; echo $?) "largest gap ${gap} ms"
 check "BE job has the leftover CPUs" $([ -n "$be_cpus" ]; echo $?) "be cpuset.cpus=$be_cpus"
 check "summary written" $([ -s "$OUT/summary.json" ]; echo $?) "$OUT/summary.json"
 exit $fail

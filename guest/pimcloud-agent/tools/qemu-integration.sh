@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs the agent's guest integration test (guest-integration.sh) and the migration
 # benchmark in a QEMU guest of the `paper` topology, from the static builds in BUILD:
-#   nice cmake --build build --target pimcloud-agent-static \
+#   nice cmake --build build --target pimcloud-agent-static pimcloud-memhog-static \
 #       pimcloud_agent_demo_service_static pimcloud_agent_migration_bench_static -j2
 #   sh guest/pimcloud-agent/tools/qemu-integration.sh [BUILD=build] [OUT=runs/out/qemu/agent-it]
 # Exit status: the guest test's. Results (decisions, summary, migration.txt) in OUT/results.
@@ -16,10 +16,11 @@ trap 'rm -rf "$SCN"' EXIT
 cp "$BIN/pimcloud-agent-static" "$SCN/pimcloud-agent"
 cp "$BIN/pimcloud_agent_demo_service_static" "$SCN/pimcloud_agent_demo_service"
 cp "$BIN/pimcloud_agent_migration_bench_static" "$SCN/pimcloud_agent_migration_bench"
+cp "$BUILD/workloads/services/memhog/pimcloud-memhog-static" "$SCN/pimcloud-memhog"
 cp "$HERE/guest-integration.sh" "$SCN/"
 cat > "$SCN/run.sh" <<'RUN'
 cd "$PIMCLOUD_SCENARIO_DIR"
-chmod +x pimcloud-agent pimcloud_agent_demo_service pimcloud_agent_migration_bench
+chmod +x pimcloud-agent pimcloud_agent_demo_service pimcloud_agent_migration_bench pimcloud-memhog
 BIN=$PIMCLOUD_SCENARIO_DIR OUT=$PIMCLOUD_RESULTS/agent SECONDS_RUN=25 sh ./guest-integration.sh
 rc=$?
 ./pimcloud_agent_migration_bench 64 1 2 > "$PIMCLOUD_RESULTS/migration.txt" 2>&1

@@ -1,14 +1,17 @@
 // pimcloud-memhog: memory pressure on one NUMA node, for fault-injection scenarios.
 //   pimcloud-memhog --node K --free-mib M [--step-mib S] [--sysfs /sys]
-// Takes memory bound to node K (mmap + mbind MPOL_BIND, every page written) until the
-// node's MemFree (sysfs nodeK/meminfo) is at most M MiB, prints one JSON line
-//   {"event":"filled","node":K,"held_mib":..,"free_mib":..}
-// and holds it until SIGTERM/SIGINT. It never goes below M: the kernel's watermarks stay
-// the kernel's, so the hog itself does not trigger the OOM killer.
+// Takes memory preferring node K (mmap + mbind MPOL_PREFERRED, every page written) until
+// the node's MemFree (sysfs nodeK/meminfo) is at most M MiB, prints one JSON line
+//   {"event":"filled","node":K,"held_mib":..,"free_mib":..,"stopped":".."}
+// and holds it until SIGTERM/SIGINT. Preferred, not bound: near the node's watermarks the
+// kernel gives pages from other nodes instead of calling the OOM killer (MPOL_BIND did,
+// and killed the services beside it); the hog stops when a step no longer lowers the
+// node's free memory, and says so in "stopped".
 #include <numaif.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
   const std::uint64_t mib = 1 << 20, target = o.free_mib * mib;
   const long page = sysconf(_SC_PAGESIZE);
   std::uint64_t held = 0;
+  std::string stopped = "reached --free-mib";
   while (!g_stop) {
     const auto free = node_free_bytes(o);
     if (!free) {
@@ -106,7 +110,7 @@ int main(int argc, char** argv) {
     }
     unsigned long mask[4] = {};
     mask[o.node / 64] = 1UL << (o.node % 64);
-    if (mbind(p, bytes, MPOL_BIND, mask, 4 * 64 + 1, 0) != 0) {
+    if (mbind(p, bytes, MPOL_PREFERRED, mask, 4 * 64 + 1, 0) != 0) {
       std::cerr << "pimcloud-memhog: mbind to node " << o.node << ": " << std::strerror(errno) << '\n';
       return 1;
     }
@@ -114,10 +118,28 @@ int main(int argc, char** argv) {
       static_cast<volatile char*>(p)[at] = 1;  // first touch allocates on the bound node
     }
     held += bytes;
+    // The kernel keeps its watermarks: once most of a step's pages come from elsewhere
+    // (move_pages in query mode on a sample of them), stop.
+    constexpr std::size_t kSample = 64;
+    const std::uint64_t pages = bytes / static_cast<std::uint64_t>(page);
+    void* sample[kSample];
+    int where[kSample];
+    std::size_t n = 0;
+    for (; n < kSample && n < pages; ++n) {
+      sample[n] = static_cast<char*>(p) + (n * pages / std::min<std::uint64_t>(kSample, pages)) *
+                                              static_cast<std::uint64_t>(page);
+    }
+    if (move_pages(0, n, sample, nullptr, where, 0) == 0 &&
+        std::count(where, where + n, o.node) * 2 < static_cast<long>(n)) {
+      stopped = "the kernel gave most of a step from other nodes (its watermarks)";
+      break;
+    }
   }
   const auto free = node_free_bytes(o).value_or(0);
-  std::printf("{\"event\":\"filled\",\"node\":%d,\"held_mib\":%.1f,\"free_mib\":%.1f}\n", o.node,
-              static_cast<double>(held) / mib, static_cast<double>(free) / mib);
+  std::printf("{\"event\":\"filled\",\"node\":%d,\"held_mib\":%.1f,\"free_mib\":%.1f,"
+              "\"stopped\":\"%s\"}\n",
+              o.node, static_cast<double>(held) / mib, static_cast<double>(free) / mib,
+              stopped.c_str());
   std::fflush(stdout);
   while (!g_stop) pause();
   return 0;
