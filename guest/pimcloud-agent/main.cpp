@@ -7,6 +7,7 @@
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <csignal>
@@ -132,6 +133,12 @@ int run(const std::vector<std::string>& args) {
     log.note(0, "backend-error",
              std::string("mlockall: ") + std::strerror(errno) +
                  "; the agent may stall under memory pressure (run it as root)");
+  }
+  // The services and best-effort jobs may keep every CPU busy; the manager must still
+  // run on time (a higher priority, as a system daemon; best effort without root).
+  if (::setpriority(PRIO_PROCESS, 0, -10) != 0) {
+    log.note(0, "backend-error", std::string("setpriority: ") + std::strerror(errno) +
+                                     "; the agent's interval may slip on busy CPUs");
   }
   std::thread timer;
   if (duration > 0) {

@@ -118,6 +118,7 @@ Status FakeMachine::setBeQuota(double fraction) {
 }
 
 std::vector<PageInfo> FakeMachine::hotPages(int pid, int node) {
+  ++hotPagesCalls;
   std::vector<PageInfo> v;
   auto it = pagesOf.find(pid);
   if (it == pagesOf.end()) return v;
@@ -144,8 +145,7 @@ MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pa
       continue;
     }
     if (p->node == node) {
-      ++r.moved;
-      r.movedPages.push_back(addr);
+      ++r.alreadyThere;
       continue;
     }
     if (busyPages.count(addr) != 0) {

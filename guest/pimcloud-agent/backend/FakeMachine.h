@@ -64,6 +64,14 @@ class FakeMachine : public Machine {
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   bool alive(const AppHandle& app) override { return deadApps.count(app.name) == 0; }
+  std::map<int, std::uint64_t> pagesPerNode(int pid) override {
+    std::map<int, std::uint64_t> out;
+    for (const PageInfo& p : pagesOf[pid]) ++out[p.node];
+    ++pagesPerNodeCalls;
+    return out;
+  }
+  int pagesPerNodeCalls = 0;
+  int hotPagesCalls = 0;
   void releaseApp(const AppHandle& app) override { released.push_back(app.name); }
   std::vector<std::string> released;  // apps whose machine state was given back
   // Host time the fake "spends" per page moved (Engine's migration budget), and its clock.

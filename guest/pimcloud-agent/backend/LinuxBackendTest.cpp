@@ -178,11 +178,27 @@ TEST(NumaCalls, ChunkedMoveCountsPagesThatMovedBeforeENOMEMAndStops) {
   EXPECT_EQ(r.failed, 63U);
   EXPECT_TRUE(r.targetFull);
   EXPECT_TRUE(r.status.ok);
-  // 2 full chunks, the failing third one, its re-query: no further chunks tried.
-  EXPECT_EQ(k.calls, 4);
+  // Each chunk: a query (where the pages are), the move; the failing third one also
+  // its re-query. No further chunks tried.
+  EXPECT_EQ(k.calls, 2 * 2 + 3);
   int onTwo = 0;
   for (const auto& [a, n] : k.where) onTwo += n == 2;
   EXPECT_EQ(onTwo, 37);
+}
+
+TEST(NumaCalls, PagesAlreadyOnTheTargetAreNotCountedAsMoved) {
+  FakeKernel k;
+  std::vector<std::uintptr_t> pages;
+  for (std::uintptr_t i = 0; i < 40; ++i) {
+    pages.push_back(0x1000 * (i + 1));
+    k.where[pages.back()] = i < 15 ? 2 : 1;  // 15 are there already
+  }
+  k.room[2] = 1000;
+  const MoveResult r = movePagesChunked(k.call(), 1, pages, 2, {16});
+  EXPECT_EQ(r.moved, 25U);
+  EXPECT_EQ(r.alreadyThere, 15U);
+  EXPECT_EQ(r.movedPages.size(), 25U);
+  EXPECT_EQ(r.movedPages.front(), pages[15]);
 }
 
 TEST(NumaCalls, NodeMaskPassesBitsPlusOne) {
@@ -207,7 +223,11 @@ TEST(NumaCallsOnThisKernel, MovePagesOfOwnProcessToNodeZero) {
     GTEST_SKIP() << "kernel without NUMA";
   }
   EXPECT_TRUE(r.status.ok) << r.status.error;
-  EXPECT_EQ(r.moved, n);
+  // Pages the kernel placed on node 0 already are found there, not counted as moved.
+  const auto before = queryPageNodes(realMovePages(), getpid(), pages);
+  EXPECT_EQ(r.moved + r.alreadyThere, n);
+  EXPECT_EQ(r.alreadyThere, static_cast<std::uint64_t>(std::count(before.begin(), before.end(), 0)))
+      << "this machine's one node: every page was there";
   const auto where = queryPageNodes(realMovePages(), getpid(), pages);
   for (int node : where) EXPECT_EQ(node, 0);
   munmap(mem, n * 4096);

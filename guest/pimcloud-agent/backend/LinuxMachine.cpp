@@ -115,6 +115,16 @@ bool LinuxMachine::alive(const AppHandle& app) {
   return state != 'Z' && state != 'X';
 }
 
+std::map<int, std::uint64_t> LinuxMachine::pagesPerNode(int pid) {
+  std::map<int, std::uint64_t> out;
+  std::string text;
+  if (!readFile(options_.procRoot + "/" + std::to_string(pid) + "/numa_maps", text)) return out;
+  for (const NumaMapsEntry& e : parseNumaMaps(text)) {
+    for (const auto& [node, pages] : e.pagesPerNode) out[node] += pages * (e.pageBytes / 4096);
+  }
+  return out;
+}
+
 void LinuxMachine::releaseApp(const AppHandle& app) {
   placed_.erase(app.name + "/" + std::to_string(app.pid));
   hotness_.erase(app.pid);

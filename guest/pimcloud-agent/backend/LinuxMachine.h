@@ -38,6 +38,7 @@ class LinuxMachine : public Machine {
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   void trackHotness(int pid) override;
   bool alive(const AppHandle& app) override;
+  std::map<int, std::uint64_t> pagesPerNode(int pid) override;
   void releaseApp(const AppHandle& app) override;
 
   // Present private anonymous pages of a process with their PFNs (pagemap).

@@ -6,6 +6,7 @@ void MoveResult::add(const MoveResult& other) {
   moved += other.moved;
   failed += other.failed;
   busy += other.busy;
+  alreadyThere += other.alreadyThere;
   targetFull = targetFull || other.targetFull;
   movedPages.insert(movedPages.end(), other.movedPages.begin(), other.movedPages.end());
   if (!other.status.ok && status.ok) status = other.status;

@@ -33,6 +33,7 @@ struct MoveResult {
   std::uint64_t moved = 0;   // pages now on the target node
   std::uint64_t failed = 0;  // pages left where they were
   std::uint64_t busy = 0;    // of those, pages the kernel could not move now (EBUSY)
+  std::uint64_t alreadyThere = 0;  // pages that were on the target node before the call
   bool targetFull = false;   // ENOMEM: the target node has no free memory
   std::vector<std::uintptr_t> movedPages;  // which pages moved, when the call can tell
   Status status;
@@ -63,6 +64,9 @@ class Machine {
   // Pages of a process on `node` (node < 0: all), hottest first.
   virtual std::vector<PageInfo> hotPages(int pid, int node) = 0;
   virtual MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) = 0;
+  // 4 KiB pages of a process per node, as the kernel counts them (numa_maps): one file
+  // read, where hotPages walks every page.
+  virtual std::map<int, std::uint64_t> pagesPerNode(int pid) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
   // Whether an app still runs: false once its process has exited (a zombie counts as

@@ -44,9 +44,28 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
   MoveResult r;
   const std::size_t chunk = std::max<std::size_t>(options.chunkPages, 1);
   for (std::size_t at = 0; at < pages.size(); at += chunk) {
-    const std::size_t n = std::min(chunk, pages.size() - at);
+    const std::size_t whole = std::min(chunk, pages.size() - at);
+    // Where the pages are now: a page already on the target is not a page moved (the
+    // kernel's status after the call reads the same for both).
+    const std::vector<std::uintptr_t> span(pages.begin() + static_cast<long>(at),
+                                           pages.begin() + static_cast<long>(at + whole));
+    const std::vector<int> before = queryPageNodes(call, pid, span, chunk);
+    if (!before.empty() && before.front() == -ESRCH) {
+      r.status = Status::failure("process " + std::to_string(pid) + " is gone", true);
+      return r;
+    }
+    std::vector<std::uintptr_t> part;
+    for (std::size_t i = 0; i < whole; ++i) {
+      if (before[i] == node) {
+        ++r.alreadyThere;
+      } else {
+        part.push_back(span[i]);
+      }
+    }
+    const std::size_t n = part.size();
+    if (n == 0) continue;
     std::vector<void*> addrs(n);
-    for (std::size_t i = 0; i < n; ++i) addrs[i] = reinterpret_cast<void*>(pages[at + i]);
+    for (std::size_t i = 0; i < n; ++i) addrs[i] = reinterpret_cast<void*>(part[i]);
     std::vector<int> nodes(n, node);
     std::vector<int> status(n, kStatusUnset);  // pre-filled: unwritten entries show
     const long rc = call(pid, n, addrs.data(), nodes.data(), status.data(), kMpolMfMove);
@@ -57,15 +76,13 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
     }
     if (rc < 0 || std::count(status.begin(), status.end(), kStatusUnset) > 0) {
       // Some entries unwritten: ask where the pages really are.
-      std::vector<std::uintptr_t> part(pages.begin() + static_cast<long>(at),
-                                       pages.begin() + static_cast<long>(at + n));
       status = queryPageNodes(call, pid, part, chunk);
     }
     for (std::size_t i = 0; i < n; ++i) {
       const int s = status[i];
       if (s == node) {
         ++r.moved;
-        r.movedPages.push_back(pages[at + i]);
+        r.movedPages.push_back(part[i]);
       } else {
         ++r.failed;
         if (s == -ENOMEM) r.targetFull = true;
@@ -78,7 +95,7 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
     }
     if (r.targetFull) {
       // Stop at a full stack; the rest stays where it is.
-      r.failed += pages.size() - (at + n);
+      r.failed += pages.size() - (at + whole);
       break;
     }
   }

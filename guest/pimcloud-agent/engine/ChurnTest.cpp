@@ -74,6 +74,18 @@ TEST(EngineChurn, AnAppThatEndsNormallyIsLoggedOnceAndItsLastLinesAreNotUnknown)
   }
 }
 
+TEST(EngineMigration, NothingToGatherCostsOneNumaMapsReadNotAPageWalk) {
+  Driver d("pimcloud");
+  d.app("averse", 300, 100, 100, 2, 500);  // its pages on its resident stack already
+  d.app("friendly", 100, 200, 100, 1, 500);
+  d.tick(3);
+  EXPECT_EQ(d.machine.hotPagesCalls, 0);
+  EXPECT_GE(d.machine.pagesPerNodeCalls, 2);
+  const auto c = eventsOf(d, "concentrate", "averse");
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].pagesMoved, 0U);
+}
+
 TEST(EngineChurn, AnAppArrivingMidRunIsRankedAndTakesACore) {
   Driver d("pimcloud");
   d.app("a", 300, 100, 100, 2);
@@ -145,6 +157,36 @@ TEST(EngineMigration, PartialMoveBooksWhatMovedAndMovesBackOnlyThose) {
     if (x.appName == "friendly") total += x.pagesMoved;
   }
   EXPECT_EQ(total, 2 * moved) << "nothing booked for pages that never left";
+}
+
+TEST(EngineMigration, ASecondRemoteCoreDoesNotTakePagesQueuedForTheFirst) {
+  EngineOptions opts;
+  opts.migrationBudgetNs = 1;  // one chunk per interval: the first core's pages queue up
+  opts.migrationChunkPages = 64;
+  Driver e("pimcloud", {}, Topology::paper(), [&] {
+    EngineOptions o = opts;
+    return o;
+  }());
+  e.engine = std::make_unique<Engine>(e.topology, *e.policy, e.machine, e.source, e.log, nullptr,
+                                      [&] {
+                                        EngineOptions o = opts;
+                                        o.clock = [&e] { return e.machine.clockNs; };
+                                        return o;
+                                      }());
+  e.machine.nsPerPageMoved = 1;
+  e.app("averse", 300, 100, 100, 2);
+  e.app("friendly", 100, 200, 100, 1, 4000, 4);
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);
+  e.tick(200);
+  // Every page booked moved exactly once: the log's total is the pages now on stack 2.
+  std::uint64_t booked = 0;
+  for (const Decision& x : e.log.history()) {
+    if (x.appName == "friendly") booked += x.pagesMoved;
+  }
+  EXPECT_GT(booked, 0U);
+  EXPECT_EQ(booked, pagesOn(e, 1001, 2));
 }
 
 TEST(EngineMigration, GatherIsSpreadOverIntervalsWithinTheBudgetAndFinishes) {

@@ -328,10 +328,15 @@ void Engine::tick(std::int64_t tNs) {
 
   apply(tNs);
   concentrate(tNs);
-  if (options_.hotnessScanIntervals > 0 &&
-      ticks_++ % static_cast<std::uint64_t>(options_.hotnessScanIntervals) == 0) {
+  if (options_.hotnessScanIntervals > 0) {
+    // Each app's scan walks all its pages: apps take turns (app id offsets the round),
+    // so no interval scans them all, and none scans in the first interval.
+    const auto n = static_cast<std::uint64_t>(options_.hotnessScanIntervals);
+    ++ticks_;
     for (const auto& [id, rt] : apps_) {
-      if (rt.inPolicy && rt.handle.pid > 0) machine_->trackHotness(rt.handle.pid);
+      if (rt.inPolicy && rt.handle.pid > 0 && (ticks_ + static_cast<std::uint64_t>(id)) % n == 0) {
+        machine_->trackHotness(rt.handle.pid);
+      }
     }
   }
   for (std::size_t i = 0; i < pending_.size(); ++i) place(pending_[i], static_cast<long>(i));
@@ -430,9 +435,18 @@ void Engine::concentrate(std::int64_t tNs) {
     job.app = id;
     job.node = res->second;
     job.purpose = "gather on resident stack " + std::to_string(res->second);
-    for (const PageInfo& page : machine_->hotPages(rt.handle.pid, -1)) {
-      if (page.node >= 1 && page.node <= topology_->stacks && page.node != res->second) {
-        job.pages.push_back(page.addr);
+    auto elsewhere = [&](int node) {
+      return node >= 1 && node <= topology_->stacks && node != res->second;
+    };
+    // numa_maps first: an app started under CC on its resident stack has nothing to
+    // gather, and listing every page (hotPages) is the costly part.
+    std::uint64_t away = 0;
+    for (const auto& [node, pages] : machine_->pagesPerNode(rt.handle.pid)) {
+      if (elsewhere(node)) away += pages;
+    }
+    if (away > 0) {
+      for (const PageInfo& page : machine_->hotPages(rt.handle.pid, -1)) {
+        if (elsewhere(page.node)) job.pages.push_back(page.addr);
       }
     }
     Decision d;
@@ -577,7 +591,15 @@ void Engine::place(Decision& d, long index) {
       case K::MigrateThreadTo: {
         const auto resIt = applied_.residentStack.find(p.app);
         const int resident = resIt == applied_.residentStack.end() ? -1 : resIt->second;
-        const auto pages = machine_->hotPages(rt.handle.pid, resident);
+        // Pages already on their way elsewhere are not this core's to take.
+        std::set<std::uintptr_t> queued;
+        for (const MoveJob& j : moves_) {
+          if (j.app == p.app) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+        }
+        std::vector<PageInfo> pages = machine_->hotPages(rt.handle.pid, resident);
+        pages.erase(std::remove_if(pages.begin(), pages.end(),
+                                   [&queued](const PageInfo& pg) { return queued.count(pg.addr) != 0; }),
+                    pages.end());
         const auto fIt = freeBytes.find(p.stack);
         const MigrationPlan plan =
             planThreadMigration(pages, std::max(rt.spec.threads, static_cast<int>(rt.tids.size())),
