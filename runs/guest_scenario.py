@@ -425,6 +425,8 @@ def run_script(run: Run, backend: str) -> str:
         "done",
         "for pid in $TIMERS $SAMPLER; do kill $pid 2>/dev/null; done",
         *cgroup_snapshot_lines(),
+        # The services' statistics as the manager read them (their exit lines included).
+        f'cp {LATENCY_FILE} "$R/latency.jsonl" 2>/dev/null',
         'if [ -n "$WATCHDOG" ]; then kill $WATCHDOG 2>/dev/null; wait $WATCHDOG 2>/dev/null; fi',
         f"if [ -e /run/pimcloud/hung ]; then status={HANG_EXIT}; fi",
         # A manager that died early (bad config, crash) would leave the run unmanaged

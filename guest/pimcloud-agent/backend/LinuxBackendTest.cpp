@@ -320,6 +320,26 @@ TEST(Cgroup, PopulatedFromCgroupEventsAndAnEmptyAppCgroupIsRemoved) {
   EXPECT_TRUE(tree.removeApp("kvstore").ok) << "already gone is fine";
 }
 
+TEST(LinuxMachine, AReleasedAppsCgroupThatIsStillBusyIsRemovedLater) {
+  TempDir tmp;
+  fs::copy(kFixtures + "/cgroup", tmp.path / "cg", fs::copy_options::recursive);
+  LinuxMachineOptions o;
+  o.cgroupRoot = (tmp.path / "cg" / "pimcloud").string();
+  o.procRoot = (tmp.path / "noproc").string();
+  LinuxMachine m(o);
+  ASSERT_TRUE(m.prepare().ok);
+  ASSERT_TRUE(m.setAppCpus({"svc", 0}, {4, 5}).ok);
+  // The fixture's plain files stand for a process still in the cgroup: rmdir refuses.
+  m.releaseApp({"svc", 0});
+  EXPECT_TRUE(fs::exists(o.cgroupRoot + "/lc-svc"));
+  m.housekeeping();
+  EXPECT_TRUE(fs::exists(o.cgroupRoot + "/lc-svc"));
+  // Its last process gone (the kernel empties the directory's view): removed next time.
+  for (const auto& f : fs::directory_iterator(o.cgroupRoot + "/lc-svc")) fs::remove(f.path());
+  m.housekeeping();
+  EXPECT_FALSE(fs::exists(o.cgroupRoot + "/lc-svc"));
+}
+
 TEST(Cgroup, WritesCpusetsQuotaAndFreezeIntoTheTree) {
   TempDir tmp;
   fs::copy(kFixtures + "/cgroup", tmp.path / "cg", fs::copy_options::recursive);

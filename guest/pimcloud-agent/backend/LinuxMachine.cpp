@@ -128,7 +128,13 @@ std::map<int, std::uint64_t> LinuxMachine::pagesPerNode(int pid) {
 void LinuxMachine::releaseApp(const AppHandle& app) {
   placed_.erase(app.name + "/" + std::to_string(app.pid));
   hotness_.erase(app.pid);
-  if (options_.useCgroups) cgroups_.removeApp(app.name);
+  if (options_.useCgroups && !cgroups_.removeApp(app.name).ok) lingering_.insert(app.name);
+}
+
+void LinuxMachine::housekeeping() {
+  for (auto it = lingering_.begin(); it != lingering_.end();) {
+    it = cgroups_.removeApp(*it).ok ? lingering_.erase(it) : std::next(it);
+  }
 }
 
 void LinuxMachine::trackHotness(int pid) {

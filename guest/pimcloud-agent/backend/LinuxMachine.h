@@ -40,6 +40,7 @@ class LinuxMachine : public Machine {
   bool alive(const AppHandle& app) override;
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;
   void releaseApp(const AppHandle& app) override;
+  void housekeeping() override;
 
   // Present private anonymous pages of a process with their PFNs (pagemap).
   struct Page {
@@ -55,6 +56,7 @@ class LinuxMachine : public Machine {
   CgroupTree cgroups_;
   IdleBitmap idle_;
   std::set<std::string> placed_;  // "app/pid" already in its cgroup
+  std::set<std::string> lingering_;  // released apps whose cgroup still had a process
   std::size_t beCpus_ = 0;
   std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
 };

@@ -74,6 +74,9 @@ class Machine {
   virtual bool alive(const AppHandle& app) = 0;
   // An app that exited: give back what the machine kept for it (its cgroup).
   virtual void releaseApp(const AppHandle& /*app*/) {}
+  // Once per interval, first: finish what could not be done at once (a cgroup whose
+  // last process was still writing its results when its app was released).
+  virtual void housekeeping() {}
 };
 
 }  // namespace pimcloud

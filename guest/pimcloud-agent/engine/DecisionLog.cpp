@@ -89,6 +89,9 @@ std::string DecisionLog::summaryJson(const std::string& policy) const {
   j["interval_cpu_s_max"] = maxCpuSeconds_;
   j["interval_gap_max_ms"] = static_cast<double>(maxGapNs_) / 1e6;
   j["interval_gap_max_at_ns"] = maxGapAtNs_;
+  json phases = json::object();
+  for (const auto& [phase, ns] : maxPhaseNs_) phases[phase] = static_cast<double>(ns) / 1e6;
+  j["interval_phase_max_ms"] = phases;
   json apps = json::object();
   for (const auto& [name, a] : apps_) {
     if (name.empty()) continue;

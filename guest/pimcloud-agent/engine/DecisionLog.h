@@ -33,6 +33,12 @@ class DecisionLog {
   // (reading stats, cgroup writes, page moves, hotness scans).
   void addIntervalCost(double policySeconds, double totalSeconds);
   void countInterval(const std::string& app, bool violated);
+  // Host time of one part of an interval (poll, policy, apply, gather, hotness, moves):
+  // the summary keeps each part's largest, to show which step a long interval spent.
+  void addPhaseTime(const std::string& phase, std::int64_t ns) {
+    auto& m = maxPhaseNs_[phase];
+    m = std::max(m, ns);
+  }
   // Host time between the starts of two intervals (the loop's period as kept), and the
   // interval that began after it.
   void addIntervalGap(std::int64_t ns, std::int64_t tNs) {
@@ -71,6 +77,7 @@ class DecisionLog {
   double maxPolicySeconds_ = 0;
   std::int64_t maxGapNs_ = 0;
   std::int64_t maxGapAtNs_ = 0;
+  std::map<std::string, std::int64_t> maxPhaseNs_;
 };
 
 bool atomicWriteText(const std::string& path, const std::string& text, std::string& error);

@@ -283,9 +283,17 @@ void Engine::tick(std::int64_t tNs) {
   if (lastTickHostNs_ >= 0) log_->addIntervalGap(host0 - lastTickHostNs_, tNs);
   lastTickHostNs_ = host0;
   now_ = tNs;
+  std::int64_t mark = host0;
+  auto phase = [this, &mark](const char* name) {
+    const std::int64_t now = hostNs();
+    log_->addPhaseTime(name, now - mark);
+    mark = now;
+  };
+  machine_->housekeeping();
   const LatencyBatch batch = source_->poll();
   handleEvents(tNs, batch);
   reapExited(tNs);
+  phase("input");
   Observation obs = observe(tNs, batch);
 
   // Apps that still need a profile are profiled before the policy sees them.
@@ -325,9 +333,11 @@ void Engine::tick(std::int64_t tNs) {
   if (started_) policy_->step(obs, out);
   const double policySeconds = threadCpuSeconds() - policy0;
   for (Decision& d : out) pending_.push_back(std::move(d));
-
+  phase("policy");
   apply(tNs);
+  phase("apply");
   concentrate(tNs);
+  phase("gather");
   if (options_.hotnessScanIntervals > 0) {
     // Each app's scan walks all its pages: apps take turns (app id offsets the round),
     // so no interval scans them all, and none scans in the first interval.
@@ -339,8 +349,11 @@ void Engine::tick(std::int64_t tNs) {
       }
     }
   }
+  phase("hotness");
   for (std::size_t i = 0; i < pending_.size(); ++i) place(pending_[i], static_cast<long>(i));
+  phase("plan");
   runMoves(tNs);
+  phase("moves");
   for (const Decision& d : pending_) log_->write(d);
   pending_.clear();
   log_->addIntervalCost(policySeconds, threadCpuSeconds() - cpu0);

@@ -505,8 +505,9 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
       return 0;
     }
     const RunResult result = run(*service, options);
-    write_outputs(options, result);
+    // The app's service ends here: the manager may recycle its cores while it writes.
     announce_exit(app, options);
+    write_outputs(options, result);
     std::cout << summary_json(options, result);
     return result.failed ? 3 : 0;
   } catch (const std::exception& e) {
