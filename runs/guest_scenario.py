@@ -297,12 +297,18 @@ def kernel_file_lines(run: Run) -> list[str]:
 
 
 def cgroup_snapshot_lines() -> list[str]:
-    """The agent's cgroups as the kernel has them when the services are done."""
-    return [f"for d in {CGROUP_ROOT}/*/; do",
-            '  [ -e "$d/cpuset.cpus" ] && echo "$(basename "$d") cpus=$(cat "$d/cpuset.cpus") '
+    """``cgroups FILE``: the agent's cgroups as the kernel has them, one line each; run.sh
+    writes cgroups.txt when the services are done, and cgroups-after-<app>.txt two
+    intervals after an app that exits or is killed has gone."""
+    return ["cgroups() {",
+            f"  for d in {CGROUP_ROOT}/*/; do",
+            '    [ -e "$d/cpuset.cpus" ] && echo "$(basename "$d") cpus=$(cat "$d/cpuset.cpus") '
             'effective=$(cat "$d/cpuset.cpus.effective" 2>/dev/null) '
             'procs=$(tr "\\n" " " < "$d/cgroup.procs")"',
-            'done > "$R/cgroups.txt" 2>/dev/null']
+            '  done > "$1" 2>/dev/null',
+            "}",
+            # A process that exited is gone, or a zombie until run.sh waits for it.
+            'gone() { s=$(cut -d" " -f3 /proc/$1/stat 2>/dev/null); [ -z "$s" ] || [ "$s" = Z ]; }']
 
 
 def event_lines(run: Run) -> list[str]:
@@ -318,13 +324,18 @@ def event_lines(run: Run) -> list[str]:
         if event.kind == "arrive":
             action = [f"touch {start_file_of(run, event.app or '')}",
                       f"event {at} arrive {event.app}"]
-        elif event.kind == "exit":
-            # The service ends its measured region then; the timer only records it.
-            action = [f"event {at} exit {event.app}"]
-        elif event.kind == "kill":
+        elif event.kind in ("exit", "kill"):
             pid = f"$PID_{index_of[event.app or '']}"
-            action = [f"touch /run/pimcloud/killed-{pid}", f"kill -KILL {pid}",
-                      f"event {at} kill {event.app}"]
+            if event.kind == "exit":
+                # The service ends its measured region then; the timer records it.
+                action = [f"event {at} exit {event.app}"]
+            else:
+                action = [f"touch /run/pimcloud/killed-{pid}", "read -r up _ < /proc/uptime",
+                          f"kill -KILL {pid}", f"event {at} kill {event.app} $up"]
+            # The kernel's view once the manager has had two intervals to react.
+            action += [f"while ! gone {pid}; do sleep 0.01; done",
+                       f"sleep {2 * run.scenario.interval_s:g}",
+                       f'cgroups "$R/cgroups-after-{event.app}.txt"']
         else:
             # The hog replaces the timer process, so it ends with the run's timers.
             action = [f"event {at} fill stack{event.stack}",
@@ -357,9 +368,13 @@ def run_script(run: Run, backend: str) -> str:
         lines.append(f'have {program} || {{ say "missing {program}: build '
                      f'the workloads (make cxx) and rebuild the image"; exit 3; }}')
     # event AT KIND TARGET: one JSON line in events.jsonl, with the guest's uptime.
+    # event AT KIND TARGET [UPTIME]: the uptime read (a shell builtin, no fork) when the
+    # event happened, or now.
     record = ('{\\"at_s\\":$1,\\"kind\\":\\"$2\\",\\"target\\":\\"$3\\",'
-              '\\"uptime_s\\":$(cut -d" " -f1 /proc/uptime)}')
-    lines.append(f'event() {{ echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}')
+              '\\"uptime_s\\":$up}')
+    lines.append('event() { up=$4; [ -n "$up" ] || read -r up _ < /proc/uptime; '
+                 f'echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}')
+    lines += cgroup_snapshot_lines()
     lines.append('AGENT=""')
     if s.manager != "none":
         lines += [
@@ -424,7 +439,7 @@ def run_script(run: Run, backend: str) -> str:
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
         "for pid in $TIMERS $SAMPLER; do kill $pid 2>/dev/null; done",
-        *cgroup_snapshot_lines(),
+        'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).
         f'cp {LATENCY_FILE} "$R/latency.jsonl" 2>/dev/null',
         'if [ -n "$WATCHDOG" ]; then kill $WATCHDOG 2>/dev/null; wait $WATCHDOG 2>/dev/null; fi',

@@ -129,6 +129,9 @@ def test_the_run_script_does_its_events_at_their_times(tmp_path: Path) -> None:
         assert (results / app / "numa_maps.start").read_text().strip()
         assert (results / app / "numa_maps.last").read_text().strip()
     assert (results / "cgroups.txt").exists()
+    assert (results / "cgroups-after-imgdnn.txt").exists()  # once the killed app had gone
+    kill = next(e for e in events if e["kind"] == "kill")
+    assert isinstance(kill["uptime_s"], float)
 
 
 def test_best_effort_jobs_start_from_the_registry_into_the_be_cgroup() -> None:

@@ -56,7 +56,7 @@ struct EngineOptions {
   // Page moves take at most this much host time per interval, in chunks; what is left
   // goes on in the next intervals, so the loop keeps its period under memory pressure.
   std::int64_t migrationBudgetNs = 20'000'000;
-  std::size_t migrationChunkPages = 256;
+  std::size_t migrationChunkPages = 64;  // one move_pages call: its TLB shootdowns
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
