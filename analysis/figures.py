@@ -203,7 +203,7 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
 
     ``windows``: app, t_s, ``tail`` (from :func:`metrics.windowed_percentiles`);
     ``cores``: app, t_s, cores (from :func:`metrics.core_timeline`);
-    ``events``: at_s, kind, target (the scenario's events, drawn as labelled lines).
+    ``events``: t_s (or at_s), kind, target (the scenario's events, labelled lines).
     """
     figure = Figure(figsize=(7.0, 4.5), layout="constrained")
     top, bottom = figure.subplots(2, 1, sharex=True)
@@ -244,10 +244,11 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
     bottom.yaxis.get_major_locator().set_params(integer=True)
     bottom.set_xlabel("time (s)")
     if events is not None:
+        when = "t_s" if "t_s" in events.columns else "at_s"
         for _, event in events.iterrows():
             for ax in (top, bottom):
-                ax.axvline(float(event["at_s"]), color="0.3", ls=":", lw=1)
-            top.annotate(f"{event['kind']} {event['target']}", (float(event["at_s"]), 1.0),
+                ax.axvline(float(event[when]), color="0.3", ls=":", lw=1)
+            top.annotate(f"{event['kind']} {event['target']}", (float(event[when]), 1.0),
                          xycoords=("data", "axes fraction"), rotation=90, va="top",
                          ha="right", fontsize=7, color="0.3")
     return figure

@@ -363,3 +363,16 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
         raise ValueError(
             f"{what} frame lacks columns {missing}; it has {list(frame.columns)}"
         )
+
+
+def event_times(events: pd.DataFrame, origin_ns: float | None) -> pd.DataFrame:
+    """A run's scenario events with ``t_s`` on the requests' clock: the guest's uptime when
+    each happened (uptime and the requests' CLOCK_MONOTONIC agree in a guest that never
+    suspends) minus ``origin_ns``; without either, the scheduled ``at_s``."""
+    out = events.copy()
+    if origin_ns is not None and "uptime_s" in out.columns:
+        measured = pd.to_numeric(out["uptime_s"], errors="coerce") - origin_ns / 1e9
+        out["t_s"] = measured.fillna(out["at_s"])
+    else:
+        out["t_s"] = out["at_s"]
+    return out

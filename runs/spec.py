@@ -269,6 +269,8 @@ class Run:
         record["seed"] = s.seed
         if s.be:
             record["be"] = list(s.be)
+        if s.interval_s != DEFAULT_INTERVAL_S:
+            record["interval_s"] = s.interval_s  # the manager's and the statistics' period
         if "topology" in self.point:
             record["arch"] = self.topology  # analysis draws Table III per "arch"
         record["topology"] = self.topology

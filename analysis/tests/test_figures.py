@@ -45,3 +45,14 @@ def test_timeline_marks_the_scenarios_events_on_both_panels(tmp_path: Path) -> N
         xs = sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":")
         assert xs == [0.1, 0.3]
     assert {t.get_text() for t in top.texts} == {"fill stack2", "kill imgdnn"}
+
+
+def test_events_sit_on_the_requests_clock_by_the_uptime_they_happened() -> None:
+    import pandas as pd
+    from pimcloud.analysis.metrics import event_times
+
+    events = pd.DataFrame({"at_s": [3.0, 0.5], "kind": ["kill", "arrive"],
+                           "target": ["imgdnn", "kv"], "uptime_s": [18.68, None]})
+    placed = event_times(events, origin_ns=15.5e9)
+    assert placed["t_s"].round(6).tolist() == [3.18, 0.5]  # measured; else as scheduled
+    assert event_times(events, None)["t_s"].tolist() == [3.0, 0.5]
