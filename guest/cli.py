@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--kernel", type=Path, help="bzImage (default: the project kernel in "
                      "the cache, else Debian's stock kernel)")
     run.add_argument("--image", type=Path, help="ext4 root image (needs a kernel with "
-                     "virtio-blk, ext4 and 9p built in); default: our initramfs")
+                     "virtio-blk, ext4 and 9p built in); default: the project's image "
+                     "(pimcloud image build), as campaigns use it")
+    run.add_argument("--initramfs-only", action="store_true",
+                     help="boot our busybox initramfs alone, without the root image")
     run.add_argument("--initrd", type=Path, help="initramfs to boot instead of ours")
     run.add_argument("--out", type=Path,
                      help="run folder (default runs/out/qemu/<time>-<topology>)")
@@ -86,9 +89,17 @@ def _image_build(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .image import IMAGE_NAME, image_dir
     from .qemu import run_scenario, summary
 
-    result = run_scenario(args.topology, args.scenario, kernel=args.kernel, image=args.image,
+    image = args.image
+    if image is None and not args.initramfs_only and args.initrd is None:
+        image = image_dir() / IMAGE_NAME
+        if not image.is_file():
+            print(f"pimcloud qemu run: error: the project's image {image} is not built: run "
+                  "'pimcloud image build', give --image, or boot --initramfs-only")
+            return 2
+    result = run_scenario(args.topology, args.scenario, kernel=args.kernel, image=image,
                           initrd=args.initrd, out=args.out, timeout=args.timeout,
                           memory_divisor=args.mem_divisor, share=args.share,
                           append=args.append, tcg=args.tcg_threads)

@@ -440,6 +440,10 @@ def run_scenario(topology_name: str, scenario_path: Path, *, kernel: Path | None
         problems.append(f"the guest ran the scenario but no {RESULTS_ARCHIVE} came back")
     if not report.reached_init and report.panic is None:
         problems.append("the guest never reached the pimcloud init")
+    if report.nodes:
+        # The same contract as `pimcloud gem5 boot`: the guest sees the model's NUMA layout.
+        problems += [f"NUMA layout differs from the model: {problem}"
+                     for problem in compare_nodes(scaled, report.nodes)]
 
     def gap(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else round(b - a, 3)

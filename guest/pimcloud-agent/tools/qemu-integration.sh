@@ -27,7 +27,7 @@ rc=$?
 echo "integration rc=$rc"
 exit $rc
 RUN
-"$REPO/.venv/bin/python" -m pimcloud.cli qemu run --topology paper --scenario "$SCN" \
+"$REPO/.venv/bin/python" -m pimcloud.cli qemu run --topology paper --scenario "$SCN" --initramfs-only \
   --out "$OUT" --timeout 900
 grep -E '^(PASS|FAIL)' "$OUT/results/scenario.log"
 cat "$OUT/results/migration.txt"
