@@ -50,9 +50,6 @@ def register(subparsers: Any) -> None:
                         help="report folder (default CAMPAIGN/report)")
     parser.add_argument("--qos", type=_qos, action="append", default=[], metavar="APP=MS",
                         help="QoS target of an app in ms, over run.json's qos_ns (repeatable)")
-    parser.add_argument("--c-cache", type=float, default=40.0,
-                        help="cache-lookup cycles of the memory-latency estimate (default 40: "
-                             "L1 3 + L2 7 + L3 30 of the paper's host core)")
     parser.add_argument("--export", type=Path, default=None,
                         help="write the tidy stats frame (or request table) to .parquet/.csv")
     parser.set_defaults(handler=run)
@@ -88,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such campaign folder or stats.txt")
     if args.report:
-        index = build_report(path, args.out, qos_ns=dict(args.qos), c_cache_cycles=args.c_cache)
+        index = build_report(path, args.out, qos_ns=dict(args.qos))
         print(f"report: {index}")
         if args.screenshot:
             from .screenshot import screenshot

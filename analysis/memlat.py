@@ -9,7 +9,9 @@ Two views:
   (``demandMisses::<requester>``): at the last-level cache those are exactly the
   outstanding LLC-miss cycles and the miss count of the formula, once ticks become
   core cycles through the core's clock period.  :func:`miss_latency_by_requester`
-  applies it to a stats frame.
+  applies it to one cache; :func:`estimate_by_cache` to every last-level cache of the
+  board, each timed with its own cluster's clock (names from
+  ``pimcloud.components.stat_names``, never guessed).
 - :func:`memory_latency_by_target` reads the memory controllers' own per-requester
   totals (``requestorReadTotalLat`` / ``requestorReadAccesses``): the time from the
   controller's point of view, one row per requester and controller (target).
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from ..components.stat_names import StatNames
 
 DEFAULT_SIM_FREQ = 1e12  # gem5's tick rate when a dump does not say
 
@@ -99,15 +103,31 @@ def miss_latency_by_requester(
                   "frequency_hz", "latency_ns"]]
 
 
-def clock_stat_for(cache: str, names: list[str]) -> str | None:
-    """The clock-period statistic of the cores behind ``cache``: a PIM core's cache
-    (``pim`` in its path) takes the PIM clock domain, any other the host's."""
-    clocks = sorted(n for n in names if n.endswith("clk_domain.clock"))
-    pim = "pim" in cache
-    preferred = [c for c in clocks if ("pim" in c) == pim]
-    host = [c for c in preferred if "cpu" in c]
-    choice = host or preferred or clocks
-    return choice[0] if choice else None
+def estimate_by_cache(stats: pd.DataFrame, names: StatNames,
+                      last_level_only: bool = True) -> pd.DataFrame:
+    """Seed 003's estimate at each cache of the board ``names`` describes (its last-level
+    caches by default: a deep cluster's L3, a shallow cluster's L1s), each with its own
+    cluster's clock and, as ``c_cache``, the hit latencies down to that cache. One row per
+    dump (and run), cache and requesting CPU; caches absent from ``stats`` are skipped."""
+    present = set(stats["stat"].astype(str).unique())
+    frames = []
+    for cache in names.caches:
+        if last_level_only and not cache.last_level:
+            continue
+        if f"{cache.path}.demandMisses" not in present or cache.clock not in present:
+            continue
+        table = miss_latency_by_requester(stats, cache.path, cache.lookup_cycles,
+                                          clock_period_stat=cache.clock)
+        table.insert(table.columns.get_loc("cache") + 1, "cluster", cache.cluster)
+        table.insert(table.columns.get_loc("requester") + 1, "cpu",
+                     table["requester"].map(names.cpu_of_requestor))
+        table["c_cache_cycles"] = cache.lookup_cycles
+        frames.append(table)
+    if not frames:
+        return pd.DataFrame(columns=["cache", "cluster", "requester", "cpu", "misses",
+                                     "outstanding_cycles", "frequency_hz", "latency_ns",
+                                     "c_cache_cycles"])
+    return pd.concat(frames, ignore_index=True)
 
 
 def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write_text
+from ..components.stat_names import stat_names
+from ..topology import Topology, TopologyError, load_topology
 from . import figures, memlat, metrics
 from .campaign import Campaign, load_campaign
 
@@ -108,7 +110,6 @@ def build_report(
     campaign_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str] | None = None,
     qos_ns: Mapping[str, float] | None = None,
-    c_cache_cycles: float = 40.0,
 ) -> Path:
     """Write the report of ``campaign_dir`` into ``out_dir`` (default CAMPAIGN/report);
     returns the path of index.html."""
@@ -116,7 +117,7 @@ def build_report(
     out = Path(out_dir) if out_dir is not None else campaign.root / "report"
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    sections = list(_sections(campaign, qos_targets(campaign, qos_ns), out, c_cache_cycles))
+    sections = list(_sections(campaign, qos_targets(campaign, qos_ns), out))
     page = _html(campaign, sections)
     index = out / "index.html"
     atomic_write_text(index, page)
@@ -143,7 +144,7 @@ def failed_attempts(root: Path) -> pd.DataFrame:
                                        "simulated_seconds"])
 
 
-def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: float
+def _sections(campaign: Campaign, qos: dict[str, float], out: Path
               ) -> Iterator[Section]:
     axes = _hashable_axes(campaign)
     runs = campaign.runs.drop(columns=["run_dir", "execution"], errors="ignore")
@@ -194,7 +195,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path, c_cache: flo
         yield Section("Best-effort throughput", "Work units per second.", [("be throughput", thr)])
 
     if not campaign.stats.empty:
-        yield _stats_section(campaign, c_cache)
+        yield _stats_section(campaign)
 
     if campaign.problems:
         text = "<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in campaign.problems) + \
@@ -346,7 +347,23 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
     yield section
 
 
-def _stats_section(campaign: Campaign, c_cache: float) -> Section:
+def _topologies(campaign: Campaign) -> dict[str, Topology]:
+    """The topology each run simulated, from its run record (runs without one are left
+    out of what needs the board's statistic names)."""
+    out: dict[str, Topology] = {}
+    if "topology" not in campaign.runs.columns:
+        return out
+    for _, run in campaign.runs.iterrows():
+        name = run["topology"]
+        if isinstance(name, str) and name:
+            try:
+                out[str(run["run_id"])] = load_topology(name)
+            except TopologyError:
+                continue
+    return out
+
+
+def _stats_section(campaign: Campaign) -> Section:
     stats = campaign.stats
     per_dump = stats.drop_duplicates(["run_id", "dump"])
     dumps = per_dump.groupby("run_id", observed=True).agg(
@@ -357,25 +374,20 @@ def _stats_section(campaign: Campaign, c_cache: float) -> Section:
         mean = target.groupby(["run_id", "target", "requester"], observed=True).agg(
             accesses=("accesses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
         section.tables.append(("memory read latency by requester and target", mean))
-    names = stats["stat"].astype(str)
-    caches = sorted({n.rsplit(".", 1)[0] for n in names.unique()
-                     if n.endswith(".demandMissLatency")})
     estimates = []
-    distinct = sorted(names.unique())
-    for cache in caches:
-        clock = memlat.clock_stat_for(cache, distinct)
-        if clock is None:
-            continue
-        try:
-            estimates.append(memlat.miss_latency_by_requester(stats, cache, c_cache,
-                                                              clock_period_stat=clock))
-        except ValueError:
-            continue
+    for run_id, topology in _topologies(campaign).items():
+        names = stat_names(topology)
+        estimates.append(memlat.estimate_by_cache(stats[stats["run_id"] == run_id], names))
+    estimates = [e for e in estimates if len(e)]
     if estimates:
-        est = pd.concat(estimates).groupby(["run_id", "cache", "requester"], observed=True)[
-            "latency_ns"].mean().reset_index()
-        section.tables.append((f"estimated memory latency (seed 003, c_cache={c_cache:g} "
-                               "cycles)", est))
+        est = pd.concat(estimates).groupby(["run_id", "cache", "cluster", "cpu"],
+                                           observed=True).agg(
+            c_cache_cycles=("c_cache_cycles", "first"), frequency_ghz=("frequency_hz", "first"),
+            misses=("misses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
+        est["frequency_ghz"] = est["frequency_ghz"] / 1e9
+        section.tables.append(("estimated memory latency per last-level cache and core "
+                               "(runtime estimate from outstanding-miss cycles, Shen and "
+                               "Li, MEMSYS 2020; each cache on its cluster's clock)", est))
     return section
 
 

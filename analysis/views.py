@@ -7,8 +7,9 @@ import re
 import numpy as np
 import pandas as pd
 
-# system.cpu3.x, system.pim_cpus12.x, system.switch_cpus0.x ...
-_CPU = re.compile(r"(?:^|\.)(?P<group>[A-Za-z_]*cpus?)(?P<index>\d+)(?:\.|$)")
+# board.processor.detailed_cores12.x (this bundle's board: the index is the CPU id, see
+# pimcloud.components.stat_names), system.cpu3.x, system.switch_cpus0.x ...
+_CPU = re.compile(r"(?:^|\.)(?P<group>[A-Za-z_]*(?:cpus?|cores))(?P<index>\d+)(?:\.|$)")
 _BUCKET = re.compile(r"^(?P<low>-?[0-9.]+(?:e[-+]?\d+)?)(?:-(?P<high>-?[0-9.]+(?:e[-+]?\d+)?))?$")
 DIST_FIELDS = ("samples", "mean", "gmean", "stdev", "underflows", "overflows", "min_value",
                "max_value", "total", "bucket_size", "min_bucket", "max_bucket")

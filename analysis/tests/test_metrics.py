@@ -165,11 +165,3 @@ def test_select_by_name_pattern() -> None:
     assert set(picked["stat"].astype(str)) == {"system.l3.demandMisses",
                                                "system.l3.demandMissLatency"}
     assert len(picked) == 6
-
-
-def test_clock_of_host_and_pim_caches() -> None:
-    names = ["system.cpu_clk_domain.clock", "system.pim_clk_domain.clock",
-             "system.clk_domain.clock"]
-    assert memlat.clock_stat_for("system.pim_cpus3.dcache", names) == "system.pim_clk_domain.clock"
-    assert memlat.clock_stat_for("system.l3", names) == "system.cpu_clk_domain.clock"
-    assert memlat.clock_stat_for("system.l3", []) is None
