@@ -25,12 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.components.plan import (
-    BOARD_NAME,
-    cluster_plans,
-    memory_controller_plans,
-    vector_element_name,
-)
+from pimcloud.components.plan import cluster_plans, memory_controller_plans
+from pimcloud.components.stat_names import stat_names
 from pimcloud.topology import Topology, cpus, numa_nodes
 from pimcloud.topology.interconnect import location_of, locations
 from pimcloud.topology.model import HOST_CLUSTER
@@ -87,18 +83,13 @@ def probe_points(topology: Topology, patterns: tuple[str, ...] = PATTERNS) -> li
         raise ProbeError(f"topology {topology.name} has no node with memory to probe")
     cpu_table = {c.cpu_id: c for c in cpus(topology)}
     plans = {plan.name: plan for plan in cluster_plans(topology)}
-    prefix = f"{BOARD_NAME}.cache_hierarchy."
+    names = stat_names(topology)
 
     def point(kind: str, cpu_id: int, node: int) -> ProbePoint:
         plan = plans[cpu_table[cpu_id].cluster]
         caches = plan.caches
-        index = plan.cpu_ids.index(cpu_id)
-        if caches.l3 is not None:
-            outer, largest = f"{prefix}{plan.cache_prefix}l3", caches.l3.size
-        elif caches.l2 is not None:
-            outer, largest = f"{prefix}{plan.cache_prefix}l2{index}", caches.l2.size
-        else:
-            outer, largest = f"{prefix}{plan.cache_prefix}l1d{index}", caches.l1d.size
+        largest = max(level.size for level in (caches.l1d, caches.l2, caches.l3) if level)
+        outer = names.last_level_cache(cpu_id).path
         return ProbePoint(kind, cpu_id, node, _buffer_bytes(largest), plan.name, outer)
 
     points: list[ProbePoint] = []
@@ -209,13 +200,12 @@ def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topolo
     plans = memory_controller_plans(topology)
     owner = {n.node_id: n.memory_owner for n in numa_nodes(topology)}[point.node]
     targets = [(i, plan) for i, plan in enumerate(plans) if plan.owner == owner]
-    memory = f"{BOARD_NAME}.memory"
-    controllers = [f"{memory}.{vector_element_name('mem_ctrls', i, len(plans))}"
-                   for i, _ in targets]
+    board = stat_names(topology)
+    controllers = [board.controllers[i] for i, _ in targets]
     names = locations(topology)
     source = names.index(location_of(point.cluster))
     pair = f"from{source}_to{targets[0][1].location}"
-    link_ticks = _dump_sum(stats, dump, [f"{memory}.router.pairAvgLatency"], pair)
+    link_ticks = _dump_sum(stats, dump, [f"{board.router}.pairAvgLatency"], pair)
     total = _dump_sum(stats, dump, [f"{c}.requestorReadTotalLat" for c in controllers],
                       None)
     reads = _dump_sum(stats, dump, [f"{c}.requestorReadAccesses" for c in controllers],

@@ -57,9 +57,20 @@ class StatNames:
     # "board.memory.mem_ctrls0", in the plans' order: pass the topology as gem5 ran it
     # (divided memory changes how many ranges, and so controllers, there are).
     controllers: tuple[str, ...]
+    router: str = f"{MEMORY}.router"  # the scons-extra PimLinkRouter
 
     def cache(self, path: str) -> CacheStats | None:
         return next((c for c in self.caches if c.path == path), None)
+
+    def last_level_cache(self, cpu_id: int) -> CacheStats:
+        """The cache a CPU's data misses leave the cluster through: its cluster's shared
+        L3 (deep), or its own L1D (shallow)."""
+        return next(c for c in self.caches if c.last_level and c.level != "l1i"
+                    and c.cpu_id in (None, cpu_id)
+                    and (c.cpu_id is not None or cpu_id in self._cluster_cpus(c.cluster)))
+
+    def _cluster_cpus(self, cluster: str) -> set[int]:
+        return {c.cpu_id for c in self.caches if c.cluster == cluster and c.cpu_id is not None}
 
     def cpu_of_requestor(self, subname: str) -> int | None:
         """The CPU whose core made requests named ``subname`` ("...cores04.core.data")."""
