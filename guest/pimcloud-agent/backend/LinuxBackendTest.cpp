@@ -389,5 +389,28 @@ TEST(LinuxMachine, HotPagesFromFixtureProcWithIdleTracking) {
   EXPECT_EQ(m.threadsOf(4242), (std::vector<int>{4242, 4243}));
 }
 
+TEST(LinuxMachine, IdlePageScanSlicesCoverEveryPageOnceAndWrapAround) {
+  LinuxMachineOptions o;
+  o.procRoot = kFixtures + "/proc";
+  o.useCgroups = false;
+  LinuxMachine m(o);
+  const auto whole = m.privatePages(4242);
+  ASSERT_EQ(whole.size(), 9U);
+  // Slices of 3 pagemap entries, each going on where the last stopped, until the end.
+  std::vector<std::uintptr_t> seen;
+  std::uintptr_t cursor = 0;
+  int calls = 0;
+  do {
+    const auto slice = m.privatePages(4242, cursor, 3, cursor);
+    EXPECT_LE(slice.size(), 3U);
+    for (const auto& page : slice) seen.push_back(page.addr);
+    ++calls;
+  } while (cursor != 0 && calls < 100);
+  EXPECT_GT(calls, 3) << "a slice reads at most its share of the mappings";
+  std::vector<std::uintptr_t> all;
+  for (const auto& page : whole) all.push_back(page.addr);
+  EXPECT_EQ(seen, all) << "every present private page once, in order";
+}
+
 }  // namespace
 }  // namespace pimcloud

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "backend/Sysfs.h"
@@ -85,17 +86,35 @@ Status LinuxMachine::setBeQuota(double fraction) {
 }
 
 std::vector<LinuxMachine::Page> LinuxMachine::privatePages(int pid) const {
+  std::uintptr_t next = 0;
+  return privatePages(pid, 0, SIZE_MAX, next);
+}
+
+std::vector<LinuxMachine::Page> LinuxMachine::privatePages(int pid, std::uintptr_t from,
+                                                           std::size_t maxPages,
+                                                           std::uintptr_t& next) const {
+  next = 0;
   std::vector<Page> out;
   std::string maps;
   const std::string base = options_.procRoot + "/" + std::to_string(pid);
   if (!readFile(base + "/maps", maps)) return out;
+  std::size_t read = 0;  // pagemap entries read: the cost, present or not
   for (const Vma& v : parseMaps(maps)) {
-    if (!v.privateAnon()) continue;
-    const auto entries = readPagemap(base + "/pagemap", v.start, v.end, options_.pageBytes);
+    if (!v.privateAnon() || v.end <= from) continue;
+    const std::uintptr_t start = std::max(v.start, from);
+    const std::size_t span = (v.end - start) / options_.pageBytes;
+    const std::size_t take = std::min(span, maxPages - read);
+    const std::uintptr_t end = start + take * options_.pageBytes;
+    const auto entries = readPagemap(base + "/pagemap", start, end, options_.pageBytes);
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (entries[i].present && !entries[i].fileOrSharedAnon) {
-        out.push_back({v.start + i * options_.pageBytes, entries[i].pfn});
+        out.push_back({start + i * options_.pageBytes, entries[i].pfn});
       }
+    }
+    read += take;
+    if (read >= maxPages) {
+      next = end < v.end ? end : v.end;  // go on from here next time
+      break;
     }
   }
   return out;
@@ -128,6 +147,7 @@ std::map<int, std::uint64_t> LinuxMachine::pagesPerNode(int pid) {
 void LinuxMachine::releaseApp(const AppHandle& app) {
   placed_.erase(app.name + "/" + std::to_string(app.pid));
   hotness_.erase(app.pid);
+  scanCursor_.erase(app.pid);
   if (options_.useCgroups && !cgroups_.removeApp(app.name).ok) lingering_.insert(app.name);
 }
 
@@ -139,7 +159,8 @@ void LinuxMachine::housekeeping() {
 
 void LinuxMachine::trackHotness(int pid) {
   if (!idle_.available()) return;
-  const std::vector<Page> pages = privatePages(pid);
+  std::uintptr_t& cursor = scanCursor_[pid];
+  const std::vector<Page> pages = privatePages(pid, cursor, options_.hotnessScanPages, cursor);
   std::vector<std::uint64_t> pfns;
   for (const Page& p : pages) pfns.push_back(p.pfn);
   auto& hot = hotness_[pid];

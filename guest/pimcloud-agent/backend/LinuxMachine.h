@@ -21,6 +21,9 @@ struct LinuxMachineOptions {
   bool useCgroups = true;
   std::size_t pageBytes = 4096;
   std::size_t chunkPages = 512;
+  // Idle-page tracking reads this many pages per call and goes on from there the next
+  // time: a round over a large app spans several calls, none of which stalls the loop.
+  std::size_t hotnessScanPages = 4096;
 };
 
 class LinuxMachine : public Machine {
@@ -48,6 +51,10 @@ class LinuxMachine : public Machine {
     std::uint64_t pfn;
   };
   std::vector<Page> privatePages(int pid) const;
+  // Up to `maxPages` of them from address `from` on; `next` is where the next call goes
+  // on (0 when the scan reached the end).
+  std::vector<Page> privatePages(int pid, std::uintptr_t from, std::size_t maxPages,
+                                 std::uintptr_t& next) const;
   std::vector<int> threadsOf(int pid) const;
 
  private:
@@ -59,6 +66,7 @@ class LinuxMachine : public Machine {
   std::set<std::string> lingering_;  // released apps whose cgroup still had a process
   std::size_t beCpus_ = 0;
   std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
+  std::map<int, std::uintptr_t> scanCursor_;  // pid -> where its idle-page scan goes on
 };
 
 }  // namespace pimcloud

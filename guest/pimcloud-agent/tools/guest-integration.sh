@@ -51,15 +51,16 @@ cat > "$OUT/agent.json" <<JSON
 JSON
 "$BIN/pimcloud-agent" check --config "$OUT/agent.json" || exit 1
 
-# a prefers host cores (rank 1: host group, resident stack 2) and needs 14 CPUs: all host,
+# The services outlive the agent's run (the memory hog's fill takes a while under TCG);
+# the script ends them. a prefers host cores (rank 1: host group, resident stack 2) and needs 14 CPUs: all host,
 # all of stack 2 and two remote cores of stack 1. b (stack 1) needs only 2.
 "$BIN/pimcloud-agent" exec --placement cc --resident 2 -- \
   "$BIN/pimcloud_agent_demo_service" --name a --need 14 --qos-ns 1000000 --mib 64 \
-  --threads 4 --seconds $((SECONDS_RUN + 5)) --stats "$OUT/latency.jsonl" &
+  --threads 4 --seconds $((SECONDS_RUN + 60)) --stats "$OUT/latency.jsonl" &
 A=$!
 "$BIN/pimcloud-agent" exec --placement cc --resident 1 -- \
   "$BIN/pimcloud_agent_demo_service" --name b --need 2 --qos-ns 1000000 --mib 32 \
-  --threads 4 --seconds $((SECONDS_RUN + 5)) --stats "$OUT/latency.jsonl" &
+  --threads 4 --seconds $((SECONDS_RUN + 60)) --stats "$OUT/latency.jsonl" &
 B=$!
 sh -c 'while :; do :; done' &
 BE=$!
