@@ -167,6 +167,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         apps.append(entry)
     return {
         "policy": s.manager,
+        "options": s.options_of(s.manager),
         "interval_ms": s.interval_s * 1e3,
         "topology": "sysfs",
         "placement": {"static": s.placement},

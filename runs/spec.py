@@ -30,7 +30,8 @@ from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 from ..checked import CheckedTable, InputError
 
 CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
-# The resource managers the agent registers (guest/pimcloud-agent/policy), and "none":
+# The resource managers the agent registers (guest/pimcloud-agent/policy; the agent's
+# `policies --json` is the source, runs/tests/test_spec.py compares the two), and "none":
 # no agent at all (plain Linux, as "default" but without the agent's log).
 MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
             "octopus-man", "none")
@@ -108,6 +109,16 @@ class Scenario:
     threads: int
     events: tuple[ScenarioEvent, ...] = ()
     interval_s: float = DEFAULT_INTERVAL_S  # the manager's and the harness's interval
+    # Per manager, the options its policy reads (agent config "options"; the agent
+    # validates them and `pimcloud-agent policies --json` lists them).
+    manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
+
+    def options_of(self, manager: str) -> dict[str, Any]:
+        """The options the scenario gives ``manager``'s policy ({} when none)."""
+        for name, text in self.manager_options:
+            if name == manager:
+                return dict(json.loads(text))
+        return {}
 
     def event_of(self, app: str, kind: str) -> ScenarioEvent | None:
         """The run's ``kind`` event for ``app`` (arrive, exit, kill), if any."""
@@ -513,7 +524,24 @@ def _parse_scenario(t: _Table) -> Scenario:
         threads=t.integer("threads", 4, minimum=1),
         events=_parse_events(t),
         interval_s=t.seconds("interval", "100ms"),
+        manager_options=_parse_manager_options(t),
     )
+
+
+def _parse_manager_options(t: _Table) -> tuple[tuple[str, str], ...]:
+    """``[scenario.manager_options.<manager>]`` tables: each manager's policy options."""
+    table = t.table("manager_options")
+    out = []
+    for manager in list(table.data):
+        if manager not in MANAGERS or manager == "none":
+            raise table.error(manager, table.data[manager], "not a manager with options; use "
+                              + ", ".join(m for m in MANAGERS if m != "none"))
+        options = table.table(manager)
+        for key in options.data:
+            options.read.add(key)
+        out.append((manager, json.dumps(options.data, sort_keys=True)))
+    table.finish()
+    return tuple(out)
 
 
 def _parse_events(t: _Table) -> tuple[ScenarioEvent, ...]:

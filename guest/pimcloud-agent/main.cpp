@@ -2,7 +2,7 @@
 //
 //   pimcloud-agent run --config agent.json [--duration-s N]   manage until SIGINT/SIGTERM
 //   pimcloud-agent check --config agent.json                  validate the config
-//   pimcloud-agent policies                                   list the policy plugins
+//   pimcloud-agent policies [--json]                          the policy plugins (and options)
 //   pimcloud-agent exec --placement cc|ft|il [--resident K] [--stacks M] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
@@ -41,7 +41,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: pimcloud-agent run --config FILE [--duration-s N]\n"
                "       pimcloud-agent check --config FILE\n"
-               "       pimcloud-agent policies\n"
+               "       pimcloud-agent policies [--json]\n"
                "       pimcloud-agent exec --placement cc|ft|il [--resident K] [--stacks M] -- CMD...\n"
                "       pimcloud-agent numa-maps PID\n");
   return 2;
@@ -201,6 +201,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "policies") {
+    if (args.size() == 2 && args[1] == "--json") {
+      std::printf("%s\n", PolicyRegistry::describe().dump(1).c_str());
+      return 0;
+    }
     for (const auto& [name, summary] : PolicyRegistry::names()) {
       std::printf("%-20s %s\n", name.c_str(), summary.c_str());
     }

@@ -135,9 +135,9 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   }
   AgentConfig cfg;
   c.onlyKnown(j, "",
-              {"policy", "interval_ms", "profile_ms", "topology", "slack", "stability",
-               "eager_reclaim", "ams", "octopus_man", "placement", "apps", "be", "cgroup", "latency",
-               "control", "log", "summary", "sysfs_root", "proc_root", "hotness_scan_intervals"});
+              {"policy", "options", "interval_ms", "profile_ms", "topology", "slack", "stability",
+               "placement", "apps", "be", "cgroup", "latency", "control", "log", "summary",
+               "sysfs_root", "proc_root", "hotness_scan_intervals"});
 
   if (c.string(j, "policy", "policy", cfg.policy)) {
     const auto names = PolicyRegistry::names();
@@ -145,6 +145,12 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
       std::string list;
       for (const auto& [n, s] : names) list += (list.empty() ? "" : ", ") + n;
       c.error("policy", "\"" + cfg.policy + "\" is not a policy; use one of: " + list);
+    } else {
+      // The policy reads its own options (`pimcloud-agent policies --json` lists them).
+      const json options = j.contains("options") ? j["options"] : json::object();
+      for (const std::string& e : PolicyRegistry::parseOptions(cfg.policy, options, cfg.params)) {
+        c.errors.push_back(source + ": " + e);
+      }
     }
   }
   double ms = 100;
@@ -163,7 +169,6 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   c.string(j, "control", "control", cfg.controlPath);
   c.string(j, "log", "log", cfg.logPath);
   c.string(j, "summary", "summary", cfg.summaryPath);
-  c.boolean(j, "eager_reclaim", "eager_reclaim", cfg.params.eagerReclaim);
 
   if (j.contains("topology")) {
     const json& t = j["topology"];
@@ -236,40 +241,6 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
       range("cores_intervals", cfg.params.minWaitCores, cfg.params.maxWaitCores);
       range("pages_intervals", cfg.params.minWaitPages, cfg.params.maxWaitPages);
     }
-  }
-  if (j.contains("ams")) {
-    const json& a = j["ams"];
-    c.onlyKnown(a, "ams", {"host_min_r", "be_core_type"});
-    c.number(a, "host_min_r", "ams.host_min_r", cfg.params.amsHostMinR, 0, 1e6);
-    std::string t;
-    if (c.string(a, "be_core_type", "ams.be_core_type", t)) {
-      if (t == "host") {
-        cfg.params.amsBeType = CoreType::Host;
-      } else if (t == "pim") {
-        cfg.params.amsBeType = CoreType::Pim;
-      } else {
-        c.error("ams.be_core_type", "is \"" + t + "\"; use \"host\" or \"pim\"");
-      }
-    }
-  }
-  if (j.contains("octopus_man")) {
-    const json& o = j["octopus_man"];
-    c.onlyKnown(o, "octopus_man", {"order", "downsize_slack"});
-    if (o.contains("order")) {
-      if (!o["order"].is_array()) {
-        c.error("octopus_man.order", "expected a list of app names");
-      } else {
-        for (const json& n : o["order"]) {
-          if (n.is_string()) {
-            cfg.params.octopusOrder.push_back(n.get<std::string>());
-          } else {
-            c.error("octopus_man.order", "has " + n.dump() + "; app names are strings");
-          }
-        }
-      }
-    }
-    c.number(o, "downsize_slack", "octopus_man.downsize_slack", cfg.params.octopusDownsizeSlack,
-             0, 1);
   }
   if (j.contains("placement")) {
     const json& p = j["placement"];

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
+
 namespace pimcloud {
 namespace {
 
@@ -20,7 +23,7 @@ TEST(Config, FullExampleParses) {
     "topology": {"host_cpus": [0,1,2,3], "stacks": [[4,5,6,7,8,9,10,11],[12,13,14,15,16,17,18,19]]},
     "slack": {"intervals": 5, "min_intervals": 2},
     "stability": {"tolerance": 0.1, "cores_intervals": [2,3], "pages_intervals": [3,8]},
-    "eager_reclaim": false,
+    "options": {"eager_reclaim": false},
     "placement": {"static": "il", "reserve_mib": 32},
     "apps": [{"name": "xapian", "qos_ms": 5, "max_rps_host": 2000, "max_rps_pim": 700, "threads": 20}],
     "be": {"cpu_max_fraction": 0.5},
@@ -39,6 +42,44 @@ TEST(Config, FullExampleParses) {
   EXPECT_DOUBLE_EQ(c.apps[0].spec.qosNs, 5e6);
   EXPECT_FALSE(c.useCgroups);
   EXPECT_DOUBLE_EQ(c.engine.beQuota, 0.5);
+}
+
+TEST(Config, EachPolicyReadsItsOwnOptions) {
+  const auto ams = parseConfig(R"({"policy": "ams", "options": {"host_min_r": 2.5,
+    "be_core_type": "host"}, "apps": []})", "a.json");
+  ASSERT_TRUE(ams.config) << (ams.errors.empty() ? "" : ams.errors[0]);
+  EXPECT_DOUBLE_EQ(ams.config->params.amsHostMinR, 2.5);
+  EXPECT_EQ(ams.config->params.amsBeType, CoreType::Host);
+  const auto octopus = parseConfig(R"({"policy": "octopus-man",
+    "options": {"order": ["b", "a"], "downsize_slack": 0.5}, "apps": []})", "o.json");
+  ASSERT_TRUE(octopus.config);
+  EXPECT_EQ(octopus.config->params.octopusOrder, (std::vector<std::string>{"b", "a"}));
+  // Another policy's option, a bad value, options for a policy that takes none.
+  const auto wrong = parseConfig(R"({"policy": "pimcloud", "options": {"host_min_r": 2},
+    "apps": []})", "w.json");
+  ASSERT_FALSE(wrong.config);
+  EXPECT_NE(wrong.errors[0].find("options.host_min_r: pimcloud has no such option; it reads "
+                                 "eager_reclaim"), std::string::npos) << wrong.errors[0];
+  const auto bad = parseConfig(R"({"policy": "ams", "options": {"be_core_type": "gpu"},
+    "apps": []})", "b.json");
+  ASSERT_FALSE(bad.config);
+  EXPECT_NE(bad.errors[0].find("options.be_core_type is \"gpu\"; use \"host\", \"pim\""),
+            std::string::npos) << bad.errors[0];
+  const auto none = parseConfig(R"({"policy": "default", "options": {"x": 1}, "apps": []})",
+                                "d.json");
+  ASSERT_FALSE(none.config);
+  EXPECT_NE(none.errors[0].find("default takes no options"), std::string::npos);
+}
+
+TEST(Config, PoliciesDescribeThemselvesWithTheirOptions) {
+  const auto j = PolicyRegistry::describe();
+  std::map<std::string, nlohmann::json> byName;
+  for (const auto& p : j["policies"]) byName[p["name"].get<std::string>()] = p;
+  ASSERT_EQ(byName.size(), PolicyRegistry::names().size());
+  EXPECT_EQ(byName.at("ams")["options"][0]["key"], "host_min_r");
+  EXPECT_DOUBLE_EQ(byName.at("ams")["options"][0]["default"].get<double>(), 1.0);
+  EXPECT_EQ(byName.at("pimcloud")["options"][0]["default"], true);
+  EXPECT_TRUE(byName.at("default")["options"].empty());
 }
 
 TEST(Config, ErrorsNameTheFieldAndTheFix) {

@@ -265,15 +265,37 @@ Assignment OctopusManPolicy::assignment() const {
 }
 
 namespace {
+
+std::vector<std::string> amsOptions(const nlohmann::json& options, PolicyParams& params) {
+  OptionReader read(options);
+  read.number("host_min_r", params.amsHostMinR, 0, 1e6);
+  std::string beType = params.amsBeType == CoreType::Host ? "host" : "pim";
+  read.choice("be_core_type", beType, {"host", "pim"});
+  params.amsBeType = beType == "host" ? CoreType::Host : CoreType::Pim;
+  return read.errors;
+}
+
+std::vector<std::string> octopusOptions(const nlohmann::json& options, PolicyParams& params) {
+  OptionReader read(options);
+  read.strings("order", params.octopusOrder);
+  read.number("downsize_slack", params.octopusDownsizeSlack, 0, 1);
+  return read.errors;
+}
+
 PIMCLOUD_REGISTER_POLICY("default", "OS scheduling on every core, first touch, no isolation",
                          [](const PolicyContext& c) { return std::make_unique<DefaultPolicy>(c); });
-PIMCLOUD_REGISTER_POLICY("ams", "AMS-like: static core-type preference, shared within a type",
-                         [](const PolicyContext& c) { return std::make_unique<AmsPolicy>(c); });
-PIMCLOUD_REGISTER_POLICY("octopus-man",
-                         "Octopus-Man-like: small cores first, then big, apps in a given order",
-                         [](const PolicyContext& c) {
-                           return std::make_unique<OctopusManPolicy>(c);
-                         });
+PIMCLOUD_REGISTER_POLICY(
+    "ams", "AMS-like: static core-type preference, shared within a type",
+    [](const PolicyContext& c) { return std::make_unique<AmsPolicy>(c); },
+    {{"host_min_r", "number", "1.0", "apps with R >= this prefer host cores"},
+     {"be_core_type", "string", "\"pim\"", "the best-effort jobs' core type: host or pim"}},
+    amsOptions);
+PIMCLOUD_REGISTER_POLICY(
+    "octopus-man", "Octopus-Man-like: small cores first, then big, apps in a given order",
+    [](const PolicyContext& c) { return std::make_unique<OctopusManPolicy>(c); },
+    {{"order", "list of strings", "[]", "the app order to serve (empty: arrival order)"},
+     {"downsize_slack", "number", "0.3", "slack above which an app steps down its ladder"}},
+    octopusOptions);
 }  // namespace
 
 }  // namespace pimcloud

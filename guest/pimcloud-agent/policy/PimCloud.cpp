@@ -473,16 +473,29 @@ Assignment PimCloudPolicy::assignment() const {
 }
 
 namespace {
-PIMCLOUD_REGISTER_POLICY("pimcloud", "PIMCloud: preference, dynamic cores and dynamic memory",
-                         [](const PolicyContext& c) {
-                           return std::make_unique<PimCloudPolicy>(c,
-                                                                   PimCloudPolicy::Variant::Full);
-                         });
-PIMCLOUD_REGISTER_POLICY("pimcloud-cores", "PIMCloud ablation: preference + dynamic cores",
-                         [](const PolicyContext& c) {
-                           return std::make_unique<PimCloudPolicy>(
-                               c, PimCloudPolicy::Variant::DynamicCores);
-                         });
+
+std::vector<std::string> pimcloudOptions(const nlohmann::json& options, PolicyParams& params) {
+  OptionReader read(options);
+  read.boolean("eager_reclaim", params.eagerReclaim);
+  return read.errors;
+}
+
+const std::vector<PolicyOption> kPimCloudOptions = {
+    {"eager_reclaim", "boolean", "true",
+     "upsize may take cores from lower-R apps (eager reclaim); false: only the BE pool"}};
+
+PIMCLOUD_REGISTER_POLICY(
+    "pimcloud", "PIMCloud: preference, dynamic cores and dynamic memory",
+    [](const PolicyContext& c) {
+      return std::make_unique<PimCloudPolicy>(c, PimCloudPolicy::Variant::Full);
+    },
+    kPimCloudOptions, pimcloudOptions);
+PIMCLOUD_REGISTER_POLICY(
+    "pimcloud-cores", "PIMCloud ablation: preference + dynamic cores",
+    [](const PolicyContext& c) {
+      return std::make_unique<PimCloudPolicy>(c, PimCloudPolicy::Variant::DynamicCores);
+    },
+    kPimCloudOptions, pimcloudOptions);
 PIMCLOUD_REGISTER_POLICY("pimcloud-preference",
                          "PIMCloud ablation: preference-aware initial allocation only",
                          [](const PolicyContext& c) {

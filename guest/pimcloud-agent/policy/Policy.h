@@ -2,6 +2,8 @@
 // the policies add themselves to. The engine drives a Policy and knows nothing else of it.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -60,12 +62,55 @@ class Policy {
 
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyContext&)>;
 
+// One option a policy reads from the config's "options" object (as oomd's plugins read
+// their own arguments): listed by `pimcloud-agent policies --json` for campaigns.
+struct PolicyOption {
+  std::string key;
+  std::string type;      // "number", "boolean", "string", "list of strings"
+  std::string fallback;  // the value when the config leaves it out, as JSON
+  std::string help;
+};
+// Reads a policy's "options" into the parameters; each error names "options.<key>", the
+// value and the fix. Unknown keys are errors.
+using OptionsParser =
+    std::function<std::vector<std::string>(const nlohmann::json& options, PolicyParams& params)>;
+
+// Typed reads of a policy's options; each error names "options.<key>", the value and
+// the fix. For the policies' own OptionsParsers.
+class OptionReader {
+ public:
+  explicit OptionReader(const nlohmann::json& options) : options_(options) {}
+  void number(const char* key, double& out, double min, double max);
+  void boolean(const char* key, bool& out);
+  void choice(const char* key, std::string& out, const std::vector<std::string>& allowed);
+  void strings(const char* key, std::vector<std::string>& out);
+  std::vector<std::string> errors;
+
+ private:
+  const nlohmann::json& options_;
+};
+
+struct PolicyInfo {
+  std::string summary;
+  std::vector<PolicyOption> options;
+  OptionsParser parse;  // empty: the policy takes no options
+};
+
 class PolicyRegistry {
  public:
-  static bool add(const std::string& name, const std::string& summary, PolicyFactory factory);
+  static bool add(const std::string& name, const std::string& summary, PolicyFactory factory,
+                  std::vector<PolicyOption> options = {}, OptionsParser parse = {});
   // nullptr if the name is unknown.
   static std::unique_ptr<Policy> create(const std::string& name, const PolicyContext& context);
   static std::map<std::string, std::string> names();  // name -> summary
+  static std::map<std::string, PolicyInfo> infos();
+  // Errors of a policy's options (a policy without options accepts only {}).
+  static std::vector<std::string> parseOptions(const std::string& name,
+                                               const nlohmann::json& options,
+                                               PolicyParams& params);
+  // The policies with their options as JSON: {"policies": [{"name", "summary",
+  // "options": [{"key", "type", "default", "help"}]}]}.
+  static nlohmann::json describe();
 };
 
 }  // namespace pimcloud
@@ -73,6 +118,6 @@ class PolicyRegistry {
 #define PIMCLOUD_CONCAT_INNER(a, b) a##b
 #define PIMCLOUD_CONCAT(a, b) PIMCLOUD_CONCAT_INNER(a, b)
 // Registers a policy plugin at static-initialisation time.
-#define PIMCLOUD_REGISTER_POLICY(name, summary, factory)                               \
+#define PIMCLOUD_REGISTER_POLICY(name, summary, ...)                                   \
   static const bool PIMCLOUD_CONCAT(pimcloudPolicyRegistered_, __LINE__) [[maybe_unused]] = \
-      ::pimcloud::PolicyRegistry::add(name, summary, factory)
+      ::pimcloud::PolicyRegistry::add(name, summary, __VA_ARGS__)
