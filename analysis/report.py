@@ -190,9 +190,28 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         yield section
 
     if not campaign.progress.empty:
+        # The job is the progress frame's "app"; a run's own "app" axis (single-app
+        # runs) names an LC service and is left out.
         thr = metrics.be_throughput(campaign.progress).merge(
-            campaign.runs[["run_id", *axes]], on="run_id", how="left")
-        yield Section("Best-effort throughput", "Work units per second.", [("be throughput", thr)])
+            campaign.runs[["run_id", *(a for a in axes if a != "app")]], on="run_id",
+            how="left")
+        units = campaign.progress.groupby("app", observed=True)["unit"].first() \
+            if "unit" in campaign.progress.columns else pd.Series(dtype=str)
+        section = Section("Best-effort throughput", "Work units per second (each job's "
+                          "unit: GFLOP for compute, GB for membw).", [("be throughput", thr)])
+        if "load" in thr.columns:
+            # Fig. 9 over the campaign's load axis (the mix at a fraction of each app's
+            # max load), for campaigns without single-app runs to derive max loads from.
+            for job, part in thr.groupby("app", observed=True):
+                part = part.assign(x_pct=100 * part["load"].astype(float))
+                if "manager" not in part.columns:
+                    part = part.assign(manager="all")
+                figure = figures.be_throughput(part)
+                figure.axes[0].set_xlabel("load of the LC mix (% of each app's max load)")
+                figure.axes[0].set_ylabel(f"{job} throughput ({units.get(job, 'units')}/s)")
+                section.figures.append((f"{job}: best-effort throughput against the LC load "
+                                        "(Fig. 9 form)", _save(figure, out, f"be_{job}")))
+        yield section
 
     if not campaign.stats.empty:
         yield _stats_section(campaign)

@@ -75,7 +75,7 @@ def demo_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
                       for app, rps in apps.items()}
             run = write_run(root, f"mix-{manager}-{load}",
                             {"apps": list(apps), "mix": "sphinx+imgdnn", "manager": manager,
-                             "rps": apps, "qos_ns": QOS_NS}, frames)
+                             "load": load, "rps": apps, "qos_ns": QOS_NS}, frames)
             log = [
                 {"t_ns": 0, "event": "init", "app": "sphinx", "to_cores": [4, 5, 6]},
                 {"t_ns": 0, "event": "init", "app": "imgdnn", "to_cores": [0, 1]},
