@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.paths import REPO_ROOT, build_dir, cache_dir
 
-from .kernel import REPO_ROOT, Log, _locked, cache_dir
+from .kernel import Log, _locked
 
 PACKAGES_FILE = REPO_ROOT / "disk-images" / "packages.txt"
 INIT_DIR = REPO_ROOT / "guest" / "init"
@@ -41,7 +42,7 @@ INIT_DIR = REPO_ROOT / "guest" / "init"
 # A hook's line `# image-inputs: PATH...` (repository paths, files or folders) names what
 # else it reads, so that a change there rebuilds the image too.
 HOOK_DIRS = (REPO_ROOT / "disk-images" / "hooks", REPO_ROOT / "workloads" / "image-hooks")
-CMAKE_BUILD_DIR = REPO_ROOT / "build"
+CMAKE_BUILD_DIR = build_dir()
 SUITE = "bookworm"
 ARCH = "amd64"
 VARIANT = "minbase"

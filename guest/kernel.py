@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.paths import cache_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 FRAGMENT = Path(__file__).resolve().parent / "kernel" / "pimcloud.config"
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src") / f"{SOURCE_PACKAGE}.tar.xz"
@@ -61,12 +61,6 @@ class KernelArtifacts:
     bzimage: Path
     config: Path
     seconds: float
-
-
-def cache_dir() -> Path:
-    """Root of everything built outside git: ``$PIMCLOUD_CACHE`` or ``<repo>/.cache``."""
-    configured = os.environ.get("PIMCLOUD_CACHE")
-    return Path(configured).expanduser().resolve() if configured else REPO_ROOT / ".cache"
 
 
 def kernel_dir() -> Path:

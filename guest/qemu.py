@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from pimcloud.atomic import atomic_write_bytes, atomic_write_text
+from pimcloud.paths import REPO_ROOT, build_dir, cache_dir
 from pimcloud.topology import Topology, cpus, load_topology, numa_nodes
 from pimcloud.topology.qemu import machine_args, numa_args
 
@@ -53,14 +54,12 @@ from .scenario import (
     unpack_results,
 )
 from .scenario import node_mismatches as compare_nodes
-from .stock_kernel import cache_dir
 
 Share = Literal["9p", "initramfs"]
 ExitCause = Literal["exit", "fail", "panic", "timeout", "crash"]
 TcgThreads = Literal["single", "multi"]
 Log = Callable[[str], None]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 GUEST_DIR = Path(__file__).resolve().parent
 INIT_SCRIPT = GUEST_DIR / "init" / "pimcloud-init"
 M5_SOURCES = (GUEST_DIR / "m5" / "m5.c", GUEST_DIR / "m5" / "m5ops.c")
@@ -169,7 +168,7 @@ def m5_binary(log: Log) -> Path:
     configured = os.environ.get("PIMCLOUD_M5")
     if configured:
         return Path(configured)
-    built = REPO_ROOT / "build" / "guest" / "m5" / "m5"
+    built = build_dir() / "guest" / "m5" / "m5"
     newest_source = max(source.stat().st_mtime for source in M5_SOURCES)
     if built.is_file() and built.stat().st_mtime >= newest_source:
         return built

@@ -6,21 +6,14 @@ whatever NUMA layout it reports comes from the firmware tables alone.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
 from pathlib import Path
 
+from pimcloud.paths import cache_dir
+
 META_PACKAGE = "linux-image-amd64"
-
-
-def cache_dir() -> Path:
-    """$PIMCLOUD_CACHE, or .cache at the repository root."""
-    configured = os.environ.get("PIMCLOUD_CACHE")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[1] / ".cache"
 
 
 def _image_package() -> str:

@@ -19,8 +19,9 @@ import time
 from collections import deque
 from pathlib import Path
 
+from pimcloud.paths import REPO_ROOT
+
 from .campaign import Campaign, CampaignError
-from .layout import REPO_ROOT
 from .status import Display
 from .supervise import die_with_parent
 

@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 
-from .layout import REPO_ROOT
 from .spec import Run
 
-BUILD_DIR = REPO_ROOT / "build"
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
@@ -109,14 +108,6 @@ def measured_seconds(run: Run, app: str) -> float:
 # Libraries every Debian root has: never shipped.
 BASE_LIBRARIES = re.compile(r"^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|"
                             r"libpthread|libdl|librt)")
-
-
-def program_candidates(name: str) -> list[Path]:
-    """Where the host's CMake build leaves a program (``pimcloud-kvstore``, ...)."""
-    if not BUILD_DIR.is_dir():
-        return []
-    return sorted(p for p in BUILD_DIR.glob(f"**/{name}") if p.is_file() and
-                  p.stat().st_mode & 0o111 and "CMakeFiles" not in p.parts)
 
 
 def shared_libraries(program: Path) -> list[Path]:

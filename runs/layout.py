@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.paths import REPO_ROOT
 
 RUN_RECORD = "run.json"
 FAILURE_RECORD = "failure.json"
 CAMPAIGN_RECORD = "campaign.json"
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "runs" / "out"
 
 

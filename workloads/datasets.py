@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 from pimcloud.atomic import atomic_write_bytes, atomic_write_text
+from pimcloud.paths import build_dir
 
 FORTUNES = Path("/usr/share/games/fortunes")
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
-REPO = Path(__file__).resolve().parent.parent
 
 # Short plain sentences (our own text) for speech and translation: words a general
 # English language model and the eng-spa dictionaries know.
@@ -109,7 +109,7 @@ def find_tool(name: str) -> Path:
     candidates: list[Path] = []
     if env := os.environ.get("PIMCLOUD_WORKLOAD_BIN"):
         candidates.append(Path(env) / name)
-    build = Path(os.environ.get("PIMCLOUD_BUILD", REPO / "build")) / "workloads"
+    build = build_dir() / "workloads"
     candidates += [build / "harness" / name]
     candidates += sorted((build / "services").glob(f"*/{name}"))
     for c in candidates:

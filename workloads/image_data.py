@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pimcloud.guest.kernel import cache_dir
+from pimcloud.paths import cache_dir
 from pimcloud.workloads import datasets
 from pimcloud.workloads.services import SERVICES
 

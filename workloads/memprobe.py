@@ -143,7 +143,7 @@ def write_scenario(folder: Path, topology: Topology, loads: int = 100_000,
 
 def find_program() -> Path:
     """The static probe from the host's CMake build (``make cxx`` builds it)."""
-    from pimcloud.runs.guest_scenario import program_candidates
+    from pimcloud.paths import program_candidates
 
     found = program_candidates(PROBE_PROGRAM)
     if not found:

@@ -7,11 +7,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pimcloud.workloads.datasets import REPO, find_tool
+from pimcloud.paths import build_dir
+from pimcloud.workloads.datasets import find_tool
 from pimcloud.workloads.latency import RunOutput
 from pimcloud.workloads.services import service
 
-DEFAULT_DATA = Path(os.environ.get("PIMCLOUD_WORKLOAD_DATA", REPO / "build" / "workload-data"))
+DEFAULT_DATA = Path(os.environ.get("PIMCLOUD_WORKLOAD_DATA", build_dir() / "workload-data"))
 
 
 def service_command(

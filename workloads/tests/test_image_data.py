@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from pimcloud.guest.image import ImageBuildError, hook_inputs
+from pimcloud.paths import REPO_ROOT as REPO
 from pimcloud.workloads import image_data
-from pimcloud.workloads.datasets import REPO, DataError
+from pimcloud.workloads.datasets import DataError
 
 HOOK = REPO / "workloads" / "image-hooks" / "50-workload-data"
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pimcloud.workloads.datasets import REPO
+from pimcloud.paths import REPO_ROOT as REPO
 
 Need = Callable[[str], Path]
 OFFERED_RPS = 20
