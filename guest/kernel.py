@@ -44,7 +44,6 @@ HOST_TOOLS = {
 
 # Every boot of this kernel, in gem5 and QEMU: serial console, and the TSC as clocksource
 # (otherwise gem5's unsynchronised TSCs leave the guest on jiffies and latencies read 0 ns).
-BOOT_ARGS = ("console=ttyS0", "tsc=reliable", "clocksource=tsc")
 
 Log = Callable[[str], None]
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from pimcloud.atomic import atomic_write_bytes, atomic_write_text
+from pimcloud.kernel_args import QEMU_KERNEL_ARGS
 from pimcloud.paths import REPO_ROOT, build_dir, cache_dir
 from pimcloud.topology import Topology, cpus, load_topology, numa_nodes
 from pimcloud.topology.qemu import machine_args, numa_args
@@ -214,8 +215,7 @@ def scenario_initramfs(scenario: Scenario) -> bytes:
 
 
 def kernel_cmdline(share: Share, with_image: bool, append: str = "") -> str:
-    parts = ["console=ttyS0", "tsc=reliable", "clocksource=tsc", "pimcloud.backend=qemu",
-             f"pimcloud.share={share}", "panic=-1"]
+    parts = [*QEMU_KERNEL_ARGS, f"pimcloud.share={share}", "panic=-1"]
     if with_image:
         parts += ["root=/dev/vda", "rootfstype=ext4", "rw", f"init={GUEST_INIT}"]
     else:

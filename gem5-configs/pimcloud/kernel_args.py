@@ -1,4 +1,5 @@
-"""The guest kernel's command line in gem5: what pim_fs.py gives it, and what a boot used.
+"""The guest kernel's command line, in gem5 (what pim_fs.py gives it, and what a boot
+used) and in QEMU: the one home of both.
 
 A checkpoint holds a kernel booted with one command line; a campaign may only reuse it
 when that line is the one its own boot would give (runs/backends.py puts it in the key).
@@ -23,6 +24,9 @@ DEFAULT_KERNEL_ARGS = (
     "root={root} rw init=/sbin/pimcloud-init pimcloud.backend=gem5"
 )
 DEFAULT_ROOT_DEVICE = "/dev/sda"
+# QEMU's TSC is one clock for every vCPU: the guest keeps time on it (each test of the
+# guest checks the clocksource is tsc).
+QEMU_KERNEL_ARGS = ("console=ttyS0", "tsc=reliable", "clocksource=tsc", "pimcloud.backend=qemu")
 CONSOLE_LOG = "board.pc.com_1.device"
 
 

@@ -195,14 +195,16 @@ BOOT_SCRIPT = ("mount -t proc proc /proc; mount -t sysfs sys /sys; numactl --har
 def test_image_boots_with_our_kernel_and_runs_the_engines(image: ImageArtifacts) -> None:
     """Kernel + image under QEMU with the paper topology: the root mounts from virtio, the
     Debian userland runs, numactl sees the three nodes and stress-ng completes."""
-    from pimcloud.guest.kernel import BOOT_ARGS, build_kernel
+    from pimcloud.guest.kernel import build_kernel
+    from pimcloud.kernel_args import QEMU_KERNEL_ARGS
     from pimcloud.topology import load_topology
     from pimcloud.topology.qemu import machine_args, numa_args
 
     kernel = build_kernel(log=lambda _line: None)
     topology = load_topology("paper").with_memory_divided(8)
     root = [arg for arg in root_args("qemu") if not arg.startswith("init=")]
-    append = " ".join([*BOOT_ARGS, *root, "init=/bin/sh", "--", "-c", f'"{BOOT_SCRIPT}"'])
+    append = " ".join([*QEMU_KERNEL_ARGS, *root, "init=/bin/sh", "--", "-c",
+                       f'"{BOOT_SCRIPT}"'])
     command = ["qemu-system-x86_64", "-accel", "tcg", "-nographic", "-no-reboot",
                "-monitor", "none", "-serial", "stdio", "-kernel", str(kernel.bzimage),
                "-drive", f"file={image.path},format=raw,if=virtio,snapshot=on",
