@@ -2,7 +2,7 @@
 
 Two views:
 
-- :func:`estimated_memory_latency` is the runtime estimate of seed 003 (Shen and Li,
+- :func:`estimated_memory_latency` is the runtime estimate of Shen and Li (
   MEMSYS 2020): ``latency = (c_cache + sum of outstanding miss cycles / misses) / f``.
   gem5 caches record, per requester, the summed latency of their misses
   (``demandMissLatency::<requester>``, in ticks) and the number of misses
@@ -33,7 +33,7 @@ def estimated_memory_latency(
     misses: float | np.ndarray,
     frequency_hz: float | np.ndarray,
 ) -> np.ndarray:
-    """Average memory latency in ns: ``(c_cache + outstanding / misses) / f`` (seed 003).
+    """Average memory latency in ns: ``(c_cache + outstanding / misses) / f``.
 
     No misses gives NaN: there is no latency to estimate.
     """
