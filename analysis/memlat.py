@@ -2,8 +2,8 @@
 
 Two views:
 
-- :func:`estimated_memory_latency` is the runtime estimate of Shen and Li (
-  MEMSYS 2020): ``latency = (c_cache + sum of outstanding miss cycles / misses) / f``.
+- :func:`estimated_memory_latency` is the runtime estimate of Shen and Li
+  (MEMSYS 2020): ``latency = (c_cache + sum of outstanding miss cycles / misses) / f``.
   gem5 caches record, per requester, the summed latency of their misses
   (``demandMissLatency::<requester>``, in ticks) and the number of misses
   (``demandMisses::<requester>``): at the last-level cache those are exactly the
