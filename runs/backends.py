@@ -32,6 +32,7 @@ from pimcloud.gem5_session import (
     restore_mode,
 )
 from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
+from pimcloud.supervise import supervise
 from pimcloud.topology import load_topology
 
 from .guest_scenario import (
@@ -42,7 +43,6 @@ from .guest_scenario import (
     write_scenario,
 )
 from .spec import CampaignSpec, Run
-from .supervise import supervise
 
 FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads are not "
                    "architectural")

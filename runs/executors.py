@@ -20,10 +20,10 @@ from collections import deque
 from pathlib import Path
 
 from pimcloud.paths import REPO_ROOT
+from pimcloud.supervise import die_with_parent
 
 from .campaign import Campaign, CampaignError
 from .status import Display
-from .supervise import die_with_parent
 
 WORKER = [sys.executable, "-m", "pimcloud.runs.worker"]
 SLURM_MARGIN_S = 300  # beyond the runs' own limits, for start-up and clean-up

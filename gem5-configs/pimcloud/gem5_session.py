@@ -95,7 +95,7 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
     """Boot to the guest's checkpoint request into ``folder`` (ckpt/, m5out/, boot.log,
     boot.json) and compare the NUMA layout the guest printed with the model."""
     from pimcloud.guest.scenario import GuestNode, node_mismatches, parse_console
-    from pimcloud.runs.supervise import supervise
+    from pimcloud.supervise import supervise
     from pimcloud.topology import load_topology
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ def restore(inputs: Gem5Inputs, checkpoint: Path, scenario_folder: Path, folder:
     ``expects_results=False``: the scenario ends the run itself (m5 exit) before the guest
     would send results, so a missing results.tar is not a problem."""
     from pimcloud.guest.scenario import load_scenario, parse_console, unpack_results
-    from pimcloud.runs.supervise import supervise
+    from pimcloud.supervise import supervise
 
     boot_record = read_boot(checkpoint)
     folder.mkdir(parents=True, exist_ok=True)
