@@ -32,29 +32,30 @@ def lay_out_package(into: Path) -> None:
             shutil.copy(module, target / module.name)
 
 
-def test_every_import_goes_down_the_layers(tmp_path: Path) -> None:
+def lint_imports(tree: Path, edit: dict[str, str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+    """lint-imports over the package laid out in ``tree``, after appending ``edit``'s
+    lines to its modules (relative paths)."""
     lint = Path(sys.executable).parent / "lint-imports"
     if not lint.exists():
         pytest.skip("import-linter is not installed: make setup (it is a dev dependency)")
-    lay_out_package(tmp_path)
-    shutil.copy(REPO / ".importlinter", tmp_path / ".importlinter")
-    done = subprocess.run([str(lint)], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    lay_out_package(tree)
+    shutil.copy(REPO / ".importlinter", tree / ".importlinter")
+    for module, line in (edit or {}).items():
+        (tree / module).write_text((tree / module).read_text() + "\n" + line + "\n")
+    return subprocess.run([str(lint)], cwd=tree, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
                           check=False, timeout=300)
+
+
+def test_every_import_goes_down_the_layers(tmp_path: Path) -> None:
+    done = lint_imports(tmp_path)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 kept, 0 broken" in done.stdout
 
 
 def test_a_layer_that_imports_upward_is_caught(tmp_path: Path) -> None:
-    lint = Path(sys.executable).parent / "lint-imports"
-    if not lint.exists():
-        pytest.skip("import-linter is not installed: make setup (it is a dev dependency)")
-    lay_out_package(tmp_path)
-    shutil.copy(REPO / ".importlinter", tmp_path / ".importlinter")
-    topology = tmp_path / "pimcloud" / "topology" / "__init__.py"
-    topology.write_text(topology.read_text() + "\nimport pimcloud.runs.spec  # noqa\n")
-    done = subprocess.run([str(lint)], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-                          check=False, timeout=300)
+    done = lint_imports(tmp_path, {"pimcloud/topology/__init__.py":
+                                   "import pimcloud.runs.spec  # noqa"})
     assert done.returncode != 0
     assert "pimcloud.topology is not allowed to import pimcloud.runs" in done.stdout

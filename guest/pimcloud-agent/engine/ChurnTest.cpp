@@ -29,6 +29,14 @@ std::size_t pagesOn(const Driver& d, int pid, int node) {
   return n;
 }
 
+// The engine of `d` again, with `options` and the fake machine's clock as its host time
+// (FakeMachine::nsPerPageMoved then sets what a page move costs the budget).
+void onFakeClock(Driver& d, EngineOptions options) {
+  options.clock = [&d] { return d.machine.clockNs; };
+  d.engine = std::make_unique<Engine>(d.topology, *d.policy, d.machine, d.source, d.log, nullptr,
+                                      options);
+}
+
 TEST(EngineChurn, AKilledAppIsNoticedWithinOneIntervalAndItsCoresGoToTheSurvivor) {
   Driver d("pimcloud");
   d.app("imgdnn", 100, 200, 300, 1);
@@ -163,16 +171,8 @@ TEST(EngineMigration, ASecondRemoteCoreDoesNotTakePagesQueuedForTheFirst) {
   EngineOptions opts;
   opts.migrationBudgetNs = 1;  // one chunk per interval: the first core's pages queue up
   opts.migrationChunkPages = 64;
-  Driver e("pimcloud", {}, Topology::paper(), [&] {
-    EngineOptions o = opts;
-    return o;
-  }());
-  e.engine = std::make_unique<Engine>(e.topology, *e.policy, e.machine, e.source, e.log, nullptr,
-                                      [&] {
-                                        EngineOptions o = opts;
-                                        o.clock = [&e] { return e.machine.clockNs; };
-                                        return o;
-                                      }());
+  Driver e("pimcloud", {}, Topology::paper(), opts);
+  onFakeClock(e, opts);
   e.machine.nsPerPageMoved = 1;
   e.app("averse", 300, 100, 100, 2);
   e.app("friendly", 100, 200, 100, 1, 4000, 4);
@@ -194,12 +194,7 @@ TEST(EngineMigration, GatherIsSpreadOverIntervalsWithinTheBudgetAndFinishes) {
   opts.migrationBudgetNs = 10'000'000;  // 10 ms of host time per interval
   opts.migrationChunkPages = 100;
   Driver d("pimcloud", {}, Topology::paper(), opts);
-  d.engine = std::make_unique<Engine>(d.topology, *d.policy, d.machine, d.source, d.log, nullptr,
-                                      [&] {
-                                        EngineOptions o = opts;
-                                        o.clock = [&d] { return d.machine.clockNs; };
-                                        return o;
-                                      }());
+  onFakeClock(d, opts);
   d.machine.nsPerPageMoved = 20'000;  // 100 pages = 2 ms: five chunks per interval
   d.app("averse", 300, 100, 100, 1, 3000);  // 3000 pages on stack 1, resident stack 2
   d.app("friendly", 100, 200, 100, 1);
@@ -265,12 +260,7 @@ TEST(EngineMigration, AnAppThatExitsMidGatherDropsItsQueuedMoves) {
   opts.migrationChunkPages = 10;
   opts.migrationBudgetNs = 1;  // one chunk per interval
   Driver d("pimcloud", {}, Topology::paper(), opts);
-  d.engine = std::make_unique<Engine>(d.topology, *d.policy, d.machine, d.source, d.log, nullptr,
-                                      [&] {
-                                        EngineOptions o = opts;
-                                        o.clock = [&d] { return d.machine.clockNs; };
-                                        return o;
-                                      }());
+  onFakeClock(d, opts);
   d.machine.nsPerPageMoved = 1;
   d.app("averse", 300, 100, 100, 1, 100);
   d.app("friendly", 100, 200, 100, 1);
