@@ -45,7 +45,7 @@ def round_rps(value: float) -> float:
 
 def p99_ns(run_dir: Path, app: str) -> float | None:
     """The p99 sojourn time of ``app`` in a finished run folder (lats.bin)."""
-    from pimcloud.analysis.results import read_lats_bin
+    from pimcloud.workloads.records import read_lats_bin
 
     for path in sorted(run_dir.rglob("lats.bin")):
         if path.parent.name == app:

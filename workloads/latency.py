@@ -1,7 +1,7 @@
 """Reading the harness's outputs for a quick look: summary.json, requests.csv, live.jsonl.
 
 The file formats themselves (lats.bin, the request table) are read by
-pimcloud.analysis.results, the one reader every part uses.
+pimcloud.workloads.records, the one reader every part uses.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.results import read_request_table
+from .records import read_request_table
 
 
 def read_live(path: Path) -> list[dict[str, object]]:
