@@ -1,10 +1,10 @@
-"""``pimcloud campaign plan|run|status|resume|collect|maxload`` and ``pimcloud quickstart``.
+"""``pimcloud campaign plan|run|status|resume|collect|maxload``.
 
     pimcloud campaign plan SPEC                  the runs and their estimated host time
     pimcloud campaign run SPEC [--out DIR] [--executor local|slurm] [--jobs N]
     pimcloud campaign status DIR [--watch]       done / running / failed / ETA
     pimcloud campaign resume DIR [--retry-failed]   go on after a stop, redoing nothing
-    pimcloud campaign collect DIR [--report]     runs.csv, failures.csv, the HTML report
+    pimcloud campaign collect DIR                runs.csv, failures.csv
     pimcloud campaign maxload SPEC --app APP [--start RPS]   knee under QoS by bisection
     pimcloud quickstart                          kernel, image, checkpoint, a small campaign
 """
@@ -71,8 +71,6 @@ def register(subparsers: Any) -> None:
 
     collect = commands.add_parser("collect", help="runs.csv, failures.csv, and the report")
     collect.add_argument("campaign", type=Path)
-    collect.add_argument("--report", action="store_true",
-                         help="also write the analysis report (pimcloud analyze --report)")
     collect.set_defaults(handler=_collect)
 
     maxload = commands.add_parser("maxload", help="an app's max load under QoS, by bisection")
@@ -87,20 +85,6 @@ def register(subparsers: Any) -> None:
     _add_execution(maxload)
     maxload.set_defaults(handler=_maxload)
 
-    quick = subparsers.add_parser(
-        "quickstart", help="build what is missing, run a small campaign on paper, report",
-        description="Builds the kernel, the image and (gem5) the checkpoint when missing, "
-        "runs two services at two loads under PIMCloud and Default on the paper system - "
-        "in gem5 when $GEM5 is set and usable, otherwise in QEMU (functional: timings are "
-        "not architectural) - and writes the analysis report.")
-    quick.add_argument("--out", type=Path, help="campaign folder (default runs/out/<name>)")
-    quick.add_argument("--backend", choices=("auto", "gem5", "qemu"), default="auto")
-    quick.add_argument("--jobs", type=int, default=0)
-    quick.add_argument("--plain", action="store_true")
-    quick.add_argument("--checkpoint-from", type=Path, metavar="BOOT_DIR",
-                       help="gem5: a `pimcloud gem5 boot paper --mem-divisor 8` folder to "
-                            "restore instead of booting again")
-    quick.set_defaults(handler=_quickstart)
 
 
 def _live(args: argparse.Namespace) -> bool | None:
@@ -221,11 +205,8 @@ def _collect(args: argparse.Namespace) -> int:
 
     campaign = open_campaign(args.campaign)
     runs_csv, failures_csv = collect(campaign)
-    print(f"runs: {runs_csv}\nfailures: {failures_csv}")
-    if args.report:
-        from pimcloud.analysis.report import build_report
-
-        print(f"report: {build_report(campaign.dir.root)}")
+    print(f"runs: {runs_csv}\nfailures: {failures_csv}\n"
+          f"the report: pimcloud analyze {campaign.dir.root} --report")
     return 0
 
 
@@ -245,8 +226,3 @@ def _maxload(args: argparse.Namespace) -> int:
     return 0
 
 
-def _quickstart(args: argparse.Namespace) -> int:
-    from .quickstart import quickstart
-
-    return quickstart(out=args.out, backend=args.backend, jobs=args.jobs, live=_live(args),
-                      checkpoint_from=args.checkpoint_from)

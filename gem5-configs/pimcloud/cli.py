@@ -20,6 +20,7 @@ FAMILIES = (
     "pimcloud.workloads.cli",
     "pimcloud.runs.cli",
     "pimcloud.analysis.cli",
+    "pimcloud.quickstart",
 )
 
 

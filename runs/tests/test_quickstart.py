@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pimcloud.runs import quickstart
+from pimcloud import quickstart
 from pimcloud.runs.spec import CAMPAIGN_DIR, load_spec
 
 

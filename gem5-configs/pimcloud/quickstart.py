@@ -8,12 +8,13 @@ missing (each is cached), runs the campaign locally, collects it, writes the rep
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
-from .campaign import choose_backend, prepare_campaign
-from .layout import DEFAULT_OUT, CampaignDir
-from .spec import CAMPAIGN_DIR, load_spec
+from .runs.campaign import choose_backend, prepare_campaign
+from .runs.layout import DEFAULT_OUT, CampaignDir
+from .runs.spec import CAMPAIGN_DIR, load_spec
 
 BANNER = """\
 +----------------------------------------------------------------------------+
@@ -43,8 +44,8 @@ def set_aside_older_quickstart(spec_path: Path) -> None:
 
 def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
                live: bool | None = None, checkpoint_from: Path | None = None) -> int:
-    from .cli import adopt_checkpoint, execute
-    from .collect import collect
+    from .runs.cli import adopt_checkpoint, execute
+    from .runs.collect import collect
 
     chosen, _, version = choose_backend(backend, print)
     if chosen == "gem5":
@@ -70,7 +71,7 @@ def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
         print("quickstart: no run finished, so there is no report; see the failures above "
               f"and {campaign.dir.root / 'failures.csv'}")
         return 1
-    from pimcloud.analysis.report import build_report
+    from .analysis.report import build_report
 
     index = build_report(campaign.dir.root)
     if chosen != "gem5":
@@ -78,3 +79,24 @@ def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
               "architectural")
     print(f"report: {index}")
     return status
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``pimcloud quickstart``: the top of the layers, composing a campaign and its report."""
+    quick = subparsers.add_parser(
+        "quickstart", help="build what is missing, run a small campaign on paper, report",
+        description="Builds the kernel, the image and (gem5) the checkpoint when missing, "
+        "runs two services at two loads under PIMCloud and Default on the paper system - "
+        "in gem5 when $GEM5 is set and usable, otherwise in QEMU (functional: timings are "
+        "not architectural) - and writes the analysis report.")
+    quick.add_argument("--out", type=Path, help="campaign folder (default runs/out/<name>)")
+    quick.add_argument("--backend", choices=("auto", "gem5", "qemu"), default="auto")
+    quick.add_argument("--jobs", type=int, default=0)
+    quick.add_argument("--plain", action="store_true")
+    quick.add_argument("--checkpoint-from", type=Path, metavar="BOOT_DIR",
+                       help="gem5: a `pimcloud gem5 boot paper --mem-divisor 8` folder to "
+                            "restore instead of booting again")
+    quick.set_defaults(handler=lambda args: quickstart(
+        out=args.out, backend=args.backend, jobs=args.jobs,
+        live=False if args.plain else None, checkpoint_from=args.checkpoint_from))
+
