@@ -303,6 +303,23 @@ def cgroup_snapshot_lines() -> list[str]:
             'gone() { s=$(cut -d" " -f3 /proc/$1/stat 2>/dev/null); [ -z "$s" ] || [ "$s" = Z ]; }']
 
 
+def best_effort_lines(run: Run) -> list[str]:
+    """Start the scenario's best-effort jobs (pids in BE) and put them in the agent's BE
+    cgroup, where the agent gives them the cores no LC app holds."""
+    s = run.scenario
+    lines = []
+    for job in s.be:
+        command = " ".join(be_command(job, f'"$R/{job}"', "$(nproc)", s.interval_s * 1e3))
+        lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"']
+    if s.be and s.manager != "none":
+        # The agent creates the BE cgroup when it starts.
+        lines += [f"for _ in $(seq 1 200); do [ -e {CGROUP_ROOT}/be/cgroup.procs ] && break; "
+                  "sleep 0.01; done",
+                  f"for pid in $BE; do echo $pid > {CGROUP_ROOT}/be/cgroup.procs || "
+                  'say "best-effort pid $pid: not in the BE cgroup"; done']
+    return lines
+
+
 def event_lines(run: Run) -> list[str]:
     """Shell lines that do the scenario's events at their times after the start signal,
     each in a timer process (their pids in TIMERS, ended with the run), and record each
@@ -385,16 +402,11 @@ def run_script(run: Run, backend: str) -> str:
     if s.be:
         lines.append(f'have {BE_PROGRAM} || {{ say "missing {BE_PROGRAM}: build the workloads '
                      '(make cxx) and rebuild the image"; exit 3; }')
-    for job in s.be:
-        command = " ".join(be_command(job, f'"$R/{job}"', "$(nproc)", s.interval_s * 1e3))
-        lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"']
-    if s.be and s.manager != "none":
-        # The agent gives best-effort jobs the cores no LC app holds: they live in its BE
-        # cgroup, which it creates when it starts.
-        lines += [f"for _ in $(seq 1 200); do [ -e {CGROUP_ROOT}/be/cgroup.procs ] && break; "
-                  "sleep 0.01; done",
-                  f"for pid in $BE; do echo $pid > {CGROUP_ROOT}/be/cgroup.procs || "
-                  'say "best-effort pid $pid: not in the BE cgroup"; done']
+    # With a start signal the jobs start with the services' requests (in gem5 after the
+    # switch, so that set-up on the atomic cores does not share them with the jobs).
+    be_lines = best_effort_lines(run)
+    if not synchronised_start(run, backend):
+        lines += be_lines
     lines.append('LC=""')
     for index, app in enumerate(run.apps):
         command = " ".join(q(part) if not part.startswith(GUEST_RESULTS) else
@@ -419,6 +431,7 @@ def run_script(run: Run, backend: str) -> str:
     lines += prefill_lines(run)
     if synchronised_start(run, backend):
         lines.append(f"touch {START_FILE}")
+        lines += be_lines
     lines += kernel_file_lines(run) + event_lines(run)
     hang_s = hang_after_s(run, backend)
     lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']

@@ -141,5 +141,9 @@ def test_best_effort_jobs_start_from_the_registry_into_the_be_cgroup() -> None:
            '--stats-file "$R/compute"/progress.jsonl' in script
     assert "pimcloud-be membw" in script and "--mib 16" in script
     assert "/sys/fs/cgroup/pimcloud/be/cgroup.procs" in script
+    # In gem5 (fast-forward) the jobs start with the requests, after the switch.
+    gem5 = run_script(spec.runs()[0], "gem5")
+    assert gem5.index("m5 switchcpu") < gem5.index("pimcloud-be compute")
+    assert script.index("pimcloud-be compute") < script.index('mkdir -p "$R/kvstore"')
     with pytest.raises(SpecError, match="use compute, membw"):
         parse_spec(spec_with([], be=["stream"]))
