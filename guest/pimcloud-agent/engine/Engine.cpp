@@ -495,6 +495,7 @@ void Engine::runMoves(std::int64_t tNs) {
   struct Progress {
     MoveJob job;
     std::uint64_t moved = 0;
+    std::uint64_t alreadyThere = 0;
     std::string notes;
     bool finished = false;
   };
@@ -508,7 +509,7 @@ void Engine::runMoves(std::int64_t tNs) {
     MoveJob& job = moves_.front();
     if (touched.empty() || touched.back().job.app != job.app ||
         touched.back().job.purpose != job.purpose || touched.back().finished) {
-      touched.push_back({job, 0, "", false});
+      touched.push_back({job, 0, 0, "", false});
     }
     Progress& prog = touched.back();
     Runtime& rt = apps_.at(job.app);
@@ -535,6 +536,7 @@ void Engine::runMoves(std::int64_t tNs) {
       const MoveResult r = machine_->movePages(rt.handle.pid, chunk, job.node);
       job.next += n;
       prog.moved += r.moved;
+      prog.alreadyThere += r.alreadyThere;
       if (job.followsCpu >= 0) {
         auto& booked = rt.movedFor[job.followsCpu];
         booked.insert(booked.end(), r.movedPages.begin(), r.movedPages.end());
@@ -572,7 +574,10 @@ void Engine::runMoves(std::int64_t tNs) {
     }
     job.decision = -1;
   }
-  for (const Progress& prog : touched) {
+  for (Progress& prog : touched) {
+    if (prog.alreadyThere > 0) {
+      prog.notes += "; " + std::to_string(prog.alreadyThere) + " pages were there already";
+    }
     if (prog.job.decision >= 0) {
       Decision& d = pending_[static_cast<std::size_t>(prog.job.decision)];
       d.pagesMoved += prog.moved;
