@@ -146,6 +146,7 @@ MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pa
     }
     if (p->node == node) {
       ++r.alreadyThere;
+      r.foundThere.push_back(addr);
       continue;
     }
     if (busyPages.count(addr) != 0) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "backend/Cgroup.h"
 #include "backend/LinuxMachine.h"
@@ -129,10 +130,14 @@ TEST(ProcMaps, IdleBitmapReadsAndMarksWords) {
 struct FakeKernel {
   std::map<std::uintptr_t, int> where;
   std::map<int, int> room;
+  // Transparent huge pages: addresses of one group move together, as one folio does.
+  std::map<std::uintptr_t, int> huge;  // address -> group
   int calls = 0;
   MovePagesCall call() {
     return [this](int, unsigned long n, void** pages, const int* nodes, int* status, int) -> long {
       ++calls;
+      std::set<int> movedGroups;
+      std::set<unsigned long> busy;
       for (unsigned long i = 0; i < n; ++i) {
         const auto addr = reinterpret_cast<std::uintptr_t>(pages[i]);
         auto it = where.find(addr);
@@ -144,6 +149,10 @@ struct FakeKernel {
           status[i] = -ENOENT;
           continue;
         }
+        if (auto h = huge.find(addr); h != huge.end() && movedGroups.count(h->second) != 0) {
+          busy.insert(i);  // its folio is already on its way in this call
+          continue;
+        }
         if (it->second == nodes[i]) {
           status[i] = nodes[i];
           continue;
@@ -152,13 +161,20 @@ struct FakeKernel {
           errno = ENOMEM;
           return -1;  // earlier pages moved, their status never written
         }
+        if (auto h = huge.find(addr); h != huge.end()) {
+          movedGroups.insert(h->second);
+          for (auto& [other, group] : huge) {
+            if (group == h->second) where[other] = nodes[i];
+          }
+        }
         --room[nodes[i]];
         it->second = nodes[i];
         // Linux writes status only at the end of a successful call: leave it.
       }
       for (unsigned long i = 0; i < n; ++i) {
         auto it = where.find(reinterpret_cast<std::uintptr_t>(pages[i]));
-        if (it != where.end()) status[i] = it->second;
+        if (busy.count(i) != 0) status[i] = -EBUSY;
+        else if (it != where.end()) status[i] = it->second;
       }
       return 0;
     };
@@ -178,12 +194,32 @@ TEST(NumaCalls, ChunkedMoveCountsPagesThatMovedBeforeENOMEMAndStops) {
   EXPECT_EQ(r.failed, 63U);
   EXPECT_TRUE(r.targetFull);
   EXPECT_TRUE(r.status.ok);
-  // Each chunk: a query (where the pages are), the move; the failing third one also
-  // its re-query. No further chunks tried.
-  EXPECT_EQ(k.calls, 2 * 2 + 3);
+  // Each chunk: where the pages are, the move, where they are now. No further chunks
+  // tried after the full stack.
+  EXPECT_EQ(k.calls, 3 * 3);
   int onTwo = 0;
   for (const auto& [a, n] : k.where) onTwo += n == 2;
   EXPECT_EQ(onTwo, 37);
+}
+
+TEST(NumaCalls, AHugePageMovedByOneAddressCountsAllItsBasePages) {
+  FakeKernel k;
+  std::vector<std::uintptr_t> pages;
+  for (std::uintptr_t i = 0; i < 24; ++i) {
+    pages.push_back(0x1000 * (i + 1));
+    k.where[pages.back()] = 1;
+    if (i < 16) k.huge[pages.back()] = 0;  // the first 16 base pages are one huge page
+  }
+  k.room[2] = 1000;
+  // The kernel moves the whole huge page for its first address and answers EBUSY for
+  // the others in the call; every base page left node 1 all the same.
+  const MoveResult r = movePagesChunked(k.call(), 1, pages, 2, {16});
+  int onTwo = 0;
+  for (const auto& [a, n] : k.where) onTwo += n == 2;
+  EXPECT_EQ(onTwo, 24);
+  EXPECT_EQ(r.moved, 24U) << "counted from where the pages are, not from the status";
+  EXPECT_EQ(r.busy, 0U);
+  EXPECT_EQ(r.failed, 0U);
 }
 
 TEST(NumaCalls, PagesAlreadyOnTheTargetAreNotCountedAsMoved) {

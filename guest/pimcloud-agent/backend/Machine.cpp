@@ -9,6 +9,7 @@ void MoveResult::add(const MoveResult& other) {
   alreadyThere += other.alreadyThere;
   targetFull = targetFull || other.targetFull;
   movedPages.insert(movedPages.end(), other.movedPages.begin(), other.movedPages.end());
+  foundThere.insert(foundThere.end(), other.foundThere.begin(), other.foundThere.end());
   if (!other.status.ok && status.ok) status = other.status;
 }
 

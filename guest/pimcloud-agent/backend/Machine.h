@@ -34,6 +34,8 @@ struct MoveResult {
   std::uint64_t failed = 0;  // pages left where they were
   std::uint64_t busy = 0;    // of those, pages the kernel could not move now (EBUSY)
   std::uint64_t alreadyThere = 0;  // pages that were on the target node before the call
+  std::vector<std::uintptr_t> foundThere;  // which: e.g. taken along by a huge page moved
+                                           // for another address of the same plan
   bool targetFull = false;   // ENOMEM: the target node has no free memory
   std::vector<std::uintptr_t> movedPages;  // which pages moved, when the call can tell
   Status status;

@@ -58,6 +58,7 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
     for (std::size_t i = 0; i < whole; ++i) {
       if (before[i] == node) {
         ++r.alreadyThere;
+        r.foundThere.push_back(span[i]);
       } else {
         part.push_back(span[i]);
       }
@@ -74,19 +75,18 @@ MoveResult movePagesChunked(const MovePagesCall& call, int pid,
       r.status = Status::failure("process " + std::to_string(pid) + " is gone", true);
       return r;
     }
-    if (rc < 0 || std::count(status.begin(), status.end(), kStatusUnset) > 0) {
-      // Some entries unwritten: ask where the pages really are.
-      status = queryPageNodes(call, pid, part, chunk);
-    }
+    // Where every page is now, whatever the call's status says: entries may be unwritten
+    // (a failed batch), and one address of a transparent huge page moves all 512 of its
+    // base pages, whose own entries then read EBUSY or are never reached.
+    const std::vector<int> after = queryPageNodes(call, pid, part, chunk);
     for (std::size_t i = 0; i < n; ++i) {
-      const int s = status[i];
-      if (s == node) {
+      if (after[i] == node) {
         ++r.moved;
         r.movedPages.push_back(part[i]);
       } else {
         ++r.failed;
-        if (s == -ENOMEM) r.targetFull = true;
-        if (s == -EBUSY) ++r.busy;
+        if (status[i] == -ENOMEM) r.targetFull = true;
+        if (status[i] == -EBUSY) ++r.busy;
       }
     }
     if (rc < 0 && err == ENOMEM) r.targetFull = true;

@@ -1,7 +1,8 @@
 // The NUMA system calls, used the careful way (ARCHITECTURE.md section 4):
 //  - move_pages: the whole call can fail with ENOMEM when the target node fills while
-//    some pages did move and their status entries stay unwritten. So: pre-fill status,
-//    move in chunks, and after any error re-query where the pages really are.
+//    some pages did move and their status entries stay unwritten, and one address of a
+//    transparent huge page moves all of it. So: pre-fill status, move in chunks, and ask
+//    where every page is before and after each call; count what changed.
 //  - node masks: the kernel reads maxnode - 1 bits, so pass bits + 1.
 #pragma once
 

@@ -535,11 +535,15 @@ void Engine::runMoves(std::int64_t tNs) {
                                               job.pages.begin() + static_cast<long>(job.next + n));
       const MoveResult r = machine_->movePages(rt.handle.pid, chunk, job.node);
       job.next += n;
-      prog.moved += r.moved;
+      // Pages of the plan found on the target already left their node with this
+      // migration (a transparent huge page moves whole for any of its addresses): they
+      // are booked, and come back with the core, like the pages the call moved.
+      prog.moved += r.moved + r.alreadyThere;
       prog.alreadyThere += r.alreadyThere;
       if (job.followsCpu >= 0) {
         auto& booked = rt.movedFor[job.followsCpu];
         booked.insert(booked.end(), r.movedPages.begin(), r.movedPages.end());
+        booked.insert(booked.end(), r.foundThere.begin(), r.foundThere.end());
       }
       note(prog.notes, r.why(job.node));
       if (r.status.gone) {
@@ -576,7 +580,8 @@ void Engine::runMoves(std::int64_t tNs) {
   }
   for (Progress& prog : touched) {
     if (prog.alreadyThere > 0) {
-      prog.notes += "; " + std::to_string(prog.alreadyThere) + " pages were there already";
+      prog.notes += "; " + std::to_string(prog.alreadyThere) +
+                    " of them found on the target already (taken along by a huge page)";
     }
     if (prog.job.decision >= 0) {
       Decision& d = pending_[static_cast<std::size_t>(prog.job.decision)];

@@ -110,14 +110,18 @@ check "a's pages migrated to stack 1" $([ "$a_n1_after" -gt "$a_n1_before" ]; ec
   "N1 $a_n1_before -> $a_n1_after pages"
 # Pages booked are pages the kernel moved: never more than numa_maps' gain on stack 1 (a
 # has no pages moved back while it keeps its remote cores; booking the plan instead of the
-# kernel's answer showed as phantom pages). Both figures are printed; they were equal in
-# most runs.
+# kernel's answer made phantom pages). Equal within 1% without transparent huge pages;
+# with them (Debian's stock kernel) a huge page also takes base pages the plan left out,
+# so the gain can exceed what was booked: both figures are printed.
 moved=$(grep '"app":"a"' "$OUT/decisions.jsonl" | grep -o '"pages_moved":[0-9]*' |
   awk -F: '{s+=$2} END{print s+0}')
 gained=$((a_n1_after - a_n1_before))
 check "log books no page numa_maps did not see move" \
   $(awk -v m="$moved" -v g="$gained" 'BEGIN{exit !(m>0 && m<=g+0.01*g+1)}'; echo $?) \
   "pages_moved total $moved, N1 gained $gained"
+echo "INFO booked and moved within 1%: $(awk -v m="$moved" -v g="$gained" \
+  'BEGIN{d=m-g; if(d<0)d=-d; print (d<=0.01*g+1) ? "yes" : "no"}') (THP: $(cat \
+  /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent))"
 if [ -n "$HOG" ]; then
   # The agent stops at its reserve, or earlier where the kernel's watermarks say ENOMEM.
   check "moves stop at the nearly full stack, and say why" \
