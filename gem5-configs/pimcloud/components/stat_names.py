@@ -59,9 +59,6 @@ class StatNames:
     controllers: tuple[str, ...]
     router: str = f"{MEMORY}.router"  # the scons-extra PimLinkRouter
 
-    def cache(self, path: str) -> CacheStats | None:
-        return next((c for c in self.caches if c.path == path), None)
-
     def last_level_cache(self, cpu_id: int) -> CacheStats:
         """The cache a CPU's data misses leave the cluster through: its cluster's shared
         L3 (deep), or its own L1D (shallow)."""

@@ -2,17 +2,6 @@
 
 namespace pimcloud {
 
-void MoveResult::add(const MoveResult& other) {
-  moved += other.moved;
-  failed += other.failed;
-  busy += other.busy;
-  alreadyThere += other.alreadyThere;
-  targetFull = targetFull || other.targetFull;
-  movedPages.insert(movedPages.end(), other.movedPages.begin(), other.movedPages.end());
-  foundThere.insert(foundThere.end(), other.foundThere.begin(), other.foundThere.end());
-  if (!other.status.ok && status.ok) status = other.status;
-}
-
 std::string MoveResult::why(int node) const {
   std::string out;
   auto say = [&out](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };

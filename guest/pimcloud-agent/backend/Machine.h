@@ -40,7 +40,6 @@ struct MoveResult {
   std::vector<std::uintptr_t> movedPages;  // which pages moved, when the call can tell
   Status status;
 
-  void add(const MoveResult& other);
   // Why pages stayed, in words that tell ENOMEM, ESRCH and EBUSY apart ("" if none did).
   std::string why(int node) const;
 };

@@ -26,12 +26,6 @@ bool PolicyRegistry::add(const std::string& name, const std::string& summary,
       .second;
 }
 
-std::map<std::string, PolicyInfo> PolicyRegistry::infos() {
-  std::map<std::string, PolicyInfo> out;
-  for (const auto& [name, entry] : registry()) out[name] = entry.info;
-  return out;
-}
-
 std::vector<std::string> PolicyRegistry::parseOptions(const std::string& name,
                                                       const nlohmann::json& options,
                                                       PolicyParams& params) {

@@ -103,7 +103,6 @@ class PolicyRegistry {
   // nullptr if the name is unknown.
   static std::unique_ptr<Policy> create(const std::string& name, const PolicyContext& context);
   static std::map<std::string, std::string> names();  // name -> summary
-  static std::map<std::string, PolicyInfo> infos();
   // Errors of a policy's options (a policy without options accepts only {}).
   static std::vector<std::string> parseOptions(const std::string& name,
                                                const nlohmann::json& options,
