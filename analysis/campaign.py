@@ -44,7 +44,8 @@ RUN_RECORD = "run.json"
 # ``execution`` is the runner's record; a few of its facts become columns.
 EXECUTION = "execution"
 EXECUTION_FACTS = ("backend", "exit_cause", "host_seconds", "simulated_seconds")
-NOT_AXES = ("run_id", "run_dir", "qos_ns", EXECUTION, *EXECUTION_FACTS)
+# ``control``: the manager's control loops (interval, windows, waits), not a sweep axis.
+NOT_AXES = ("run_id", "run_dir", "qos_ns", "control", EXECUTION, *EXECUTION_FACTS)
 
 
 @dataclass

@@ -6,6 +6,8 @@
         --disk rootfs.ext4 boot --checkpoint-dir CKPT
     gem5.opt [-d OUTDIR] gem5-configs/pim_fs.py --topology paper --kernel vmlinux \\
         --disk rootfs.ext4 restore --checkpoint-dir CKPT --scenario scenario.tar
+    gem5.opt [-d OUTDIR] gem5-configs/pim_fs.py --topology paper --kernel vmlinux \\
+        --disk rootfs.ext4 setup --checkpoint-dir CKPT --scenario setup.tar --save-dir APP
 
 ``boot`` runs the boot cores (atomic by default, no caches) until the guest's init
 asks for a checkpoint (m5 checkpoint), saves it and exits.  ``restore`` rebuilds the
@@ -14,11 +16,17 @@ model (O3 host, in-order PIM) and runs until the guest exits; the guest reads th
 scenario with m5 readfile and returns results with m5 writefile into OUTDIR.  With
 ``--fast-forward`` the restored run stays on the boot cores (atomic, now with caches,
 which it warms) until the guest runs ``m5 switchcpu``, so a scenario's set-up costs
-atomic speed and only its measured part runs on the detailed cores.
+atomic speed and only its measured part runs on the detailed cores.  ``setup`` restores
+a checkpoint on the boot cores (as ``boot``, no caches), runs a set-up scenario (services
+launched and loaded) until the guest asks for a checkpoint again, and saves that one, the
+app checkpoint, into ``--save-dir``; every run of that app set restores it instead of
+loading its services again, and reads its own scenario with m5 readfile.
 """
 
 import argparse
+import json
 import os
+import shutil
 import sys
 import time
 
@@ -61,6 +69,23 @@ def parse_args() -> argparse.Namespace:
     restore.add_argument("--fast-forward", action="store_true",
                          help="stay on the atomic boot cores until the guest runs "
                               "`m5 switchcpu`")
+    restore.add_argument("--resume", action="store_true",
+                         help="the checkpoint was taken on the detailed cores (a progress "
+                              "checkpoint): start on them")
+    restore.add_argument("--progress-dir", default=None,
+                         help="save a progress checkpoint here every --progress-every "
+                              "host seconds (preemptible runs)")
+    restore.add_argument("--progress-every", type=float, default=1800.0,
+                         help="host seconds between progress checkpoints")
+    restore.add_argument("--progress-slice", type=float, default=0.001,
+                         help="simulated seconds between checks of the host clock")
+    setup = modes.add_parser("setup", help="restore on the boot cores, run a set-up "
+                                           "scenario to its checkpoint request, save it")
+    setup.add_argument("--checkpoint-dir", required=True, help="the checkpoint to restore")
+    setup.add_argument("--scenario", required=True, help="file the guest reads (readfile)")
+    setup.add_argument("--save-dir", required=True, help="where the app checkpoint goes")
+    setup.add_argument("--max-seconds", type=float, default=None,
+                       help="stop after this much simulated time")
     modes.add_parser("check", help="build and instantiate the restore board (boot and "
                                    "detailed cores), exit: a topology makes a valid system")
     return parser.parse_args()
@@ -69,7 +94,9 @@ def parse_args() -> argparse.Namespace:
 def build_board(args: argparse.Namespace) -> PimBoard:
     topology = load_topology(args.topology).with_memory_divided(args.mem_divisor)
     restoring = args.mode in ("restore", "check")
-    processor = PimProcessor(topology, boot_model=getattr(args, "boot_cpu", "atomic"))
+    # setup runs on the boot cores as a boot does: atomic, without caches.
+    processor = PimProcessor(topology, boot_model=getattr(args, "boot_cpu", "atomic"),
+                             start_detailed=getattr(args, "resume", False))
     board = PimBoard(topology=topology, processor=processor,
                      memory=PimStackMemory(topology),
                      cache_hierarchy=PimCacheHierarchy(topology, caches=restoring))
@@ -92,6 +119,58 @@ def start_event_queue() -> None:
     m5.simulate(1)
 
 
+class Progress:
+    """Progress checkpoints of a preemptible run: every ``--progress-every`` host seconds,
+    checked every ``--progress-slice`` simulated seconds, the run saves what it has done
+    so that a killed, preempted or timed-out run resumes there (``--resume``).
+
+    ``DIR/segments/<tick>/`` gets this segment's statistics (dumped at the checkpoint, not
+    reset) and console, then ``DIR/ckpt-<tick>`` the checkpoint; each appears by rename,
+    and the previous checkpoint is removed only after both. A resumed run's statistics
+    start from zero, so the interval around a checkpoint is split between two dumps.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.folder = args.progress_dir
+        self.every = args.progress_every
+        self.slice_ticks = max(1, m5.ticks.fromSeconds(args.progress_slice))
+        self.outdir = m5.options.outdir
+        self.last = time.time()
+        self.started_tick = m5.curTick()
+        self.offsets: dict = {}
+        os.makedirs(os.path.join(self.folder, "segments"), exist_ok=True)
+
+    def maybe_save(self, board: PimBoard) -> None:
+        if time.time() - self.last < self.every:
+            return
+        tick = m5.curTick()
+        m5.stats.dump()
+        segment = os.path.join(self.folder, "segments", f".partial-{tick}")
+        os.makedirs(segment, exist_ok=True)
+        # Only what this attempt wrote since its previous progress checkpoint.
+        for name in ("stats.txt", "board.pc.com_1.device"):
+            source = os.path.join(self.outdir, name)
+            if not os.path.isfile(source):
+                continue
+            with open(source, "rb") as whole, open(os.path.join(segment, name), "wb") as part:
+                whole.seek(self.offsets.get(name, 0))
+                shutil.copyfileobj(whole, part)
+                self.offsets[name] = whole.tell()
+        with open(os.path.join(segment, "segment.json"), "w") as info:
+            json.dump({"from_tick": self.started_tick, "to_tick": tick,
+                       "host_seconds": round(time.time() - self.last, 1)}, info)
+        os.replace(segment, os.path.join(self.folder, "segments", str(tick)))
+        partial = os.path.join(self.folder, f".partial-ckpt-{tick}")
+        m5.checkpoint(partial)
+        os.replace(partial, os.path.join(self.folder, f"ckpt-{tick}"))
+        for name in os.listdir(self.folder):
+            if name.startswith("ckpt-") and name != f"ckpt-{tick}":
+                shutil.rmtree(os.path.join(self.folder, name), ignore_errors=True)
+        print(f"pimcloud: progress checkpoint at tick {tick} in {self.folder}", flush=True)
+        self.started_tick = tick
+        self.last = time.time()
+
+
 def run(args: argparse.Namespace) -> int:
     board = build_board(args)
     root = Root(full_system=True, board=board)
@@ -111,32 +190,43 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "restore":
         m5.instantiate(args.checkpoint_dir)
         board._post_instantiate()
-        if not args.fast_forward:
+        if not args.fast_forward and not args.resume:
             start_event_queue()
             board.get_processor().switch_to_detailed()
         if args.stats_period:
             m5.stats.periodicStatDump(m5.ticks.fromSeconds(
                 m5.util.convert.toLatency(args.stats_period)))
+    elif args.mode == "setup":
+        m5.instantiate(args.checkpoint_dir)
+        board._post_instantiate()
     else:
         m5.instantiate()
         board._post_instantiate()
     del root
     limit = (m5.ticks.fromSeconds(args.max_seconds)
              if getattr(args, "max_seconds", None) else m5.MaxTick)
+    progress = Progress(args) if getattr(args, "progress_dir", None) else None
     while True:
-        event = m5.simulate(limit - m5.curTick() if limit != m5.MaxTick else m5.MaxTick)
+        stop = limit if progress is None else min(limit, m5.curTick() + progress.slice_ticks)
+        event = m5.simulate(stop - m5.curTick() if stop != m5.MaxTick else m5.MaxTick)
         cause = event.getCause()
+        if progress is not None and cause == "simulate() limit reached" and \
+                m5.curTick() < limit:
+            progress.maybe_save(board)
+            continue
         print(f"pimcloud: exit at tick {m5.curTick()} ({time.time() - started:.0f} s host): "
               f"{cause}", flush=True)
         if cause == "checkpoint":
-            if args.mode == "boot":
-                m5.checkpoint(args.checkpoint_dir)
-                print(f"pimcloud: checkpoint saved in {args.checkpoint_dir}", flush=True)
+            if args.mode in ("boot", "setup"):
+                target = args.checkpoint_dir if args.mode == "boot" else args.save_dir
+                m5.checkpoint(target)
+                print(f"pimcloud: checkpoint saved in {target}", flush=True)
                 return 0
             continue  # a restored scenario asking again: ignore
         if cause == "switchcpu":
             processor = board.get_processor()
-            if not processor.is_detailed():
+            # A set-up stays on the boot cores: its board has no caches for the others.
+            if args.mode == "restore" and not processor.is_detailed():
                 processor.switch_to_detailed()
                 print(f"pimcloud: switched to the detailed cores at tick {m5.curTick()}",
                       flush=True)

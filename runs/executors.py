@@ -124,12 +124,31 @@ def _sbatch(arguments: list[str], script: Path) -> str:
     return done.stdout.strip().split(";")[0]
 
 
-def _batch_script(campaign: Campaign, worker_args: str) -> str:
+REQUEUE_SIGNAL = "USR1"  # Slurm sends it REQUEUE_NOTICE_S before the time limit
+REQUEUE_NOTICE_S = 300
+
+
+def _batch_script(campaign: Campaign, worker_args: str, requeue: bool = False) -> str:
     env = f"cd {shlex.quote(str(REPO_ROOT))}\n"
-    return ("#!/bin/sh\n"
+    worker = f"{shlex.join(WORKER)} {shlex.quote(str(campaign.dir.root))} {worker_args}"
+    head = ("#!/bin/sh\n"
             f"# pimcloud campaign {campaign.spec.name}: written by pimcloud.runs.executors\n"
-            f"{env}exec {shlex.join(WORKER)} {shlex.quote(str(campaign.dir.root))} "
-            f"{worker_args}\n")
+            f"{env}")
+    if not requeue:
+        return f"{head}exec {worker}\n"
+    # Preemptible runs: near the time limit, stop the worker (its run keeps its progress
+    # checkpoints) and requeue this task; it resumes from the latest. Preemption requeues
+    # by itself (--requeue).
+    return (f"{head}{worker} &\n"
+            "worker=$!\n"
+            'job="${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}${SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}"\n'
+            f"trap 'echo \"pimcloud: time limit near: requeue $job\"; kill -TERM $worker; "
+            f"wait $worker; scontrol requeue \"$job\"; exit 0' {REQUEUE_SIGNAL}\n"
+            "wait $worker\n"
+            "status=$?\n"
+            # wait returns early when the trap's signal arrives: wait for the trap's end.
+            "wait $worker 2>/dev/null\n"
+            "exit $status\n")
 
 
 def submit_slurm(campaign: Campaign) -> list[str]:
@@ -167,12 +186,17 @@ def submit_slurm(campaign: Campaign) -> list[str]:
     listing = folder / f"array-{stamp}.txt"
     listing.write_text("\n".join(pending) + "\n")
     script = folder / f"array-{stamp}.sh"
+    preemptible = campaign.backend_name == "gem5" and spec.gem5.progress_every_s is not None
     script.write_text(_batch_script(
-        campaign, f"--list {shlex.quote(str(listing))} --index \"$SLURM_ARRAY_TASK_ID\""))
+        campaign, f"--list {shlex.quote(str(listing))} --index \"$SLURM_ARRAY_TASK_ID\"",
+        requeue=preemptible))
     throttle = f"%{spec.executor.max_parallel}" if spec.executor.max_parallel else ""
     arguments = [*common, f"--array=0-{len(pending) - 1}{throttle}",
                  f"--time={minutes * campaign.max_attempts}",
                  f"--output={folder}/%A_%a.out"]
+    if preemptible:
+        arguments += ["--requeue", f"--signal=B:{REQUEUE_SIGNAL}@{REQUEUE_NOTICE_S}",
+                      "--open-mode=append"]
     if dependencies:
         arguments.append("--dependency=afterok:" + ":".join(dependencies))
     jobs.append(_sbatch(arguments, script))

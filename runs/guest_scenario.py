@@ -18,7 +18,6 @@ Results the guest leaves in /results, as analysis reads them (analysis/README.md
 from __future__ import annotations
 
 import json
-import math
 import re
 import shlex
 import shutil
@@ -32,13 +31,13 @@ from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
+from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 
 from .spec import Run
 
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
-START_FILE = "/run/pimcloud/start"  # fast-forward: services wait for it after loading
 CGROUP_ROOT = "/sys/fs/cgroup/pimcloud"  # the agent's cgroup tree (its config's default)
 NUMA_MAPS_PERIOD_S = 0.5  # how often run.sh keeps each service's latest numa_maps
 
@@ -57,18 +56,27 @@ HANG_NOTICE = "services still running after"  # its headline (a pimcloud-run lin
 
 def fast_forwarded(run: Run, backend: str) -> bool:
     """Whether the run's services load on the atomic cores and start after a switch."""
-    return backend == "gem5" and run.spec.gem5.fast_forward
+    return backend == "gem5" and run.spec.gem5.fast_forward and not app_checkpointed(run,
+                                                                                     backend)
+
+
+def app_checkpointed(run: Run, backend: str) -> bool:
+    """Whether the run restores an app checkpoint: its services were launched and loaded
+    once for its app set (setup_script), and it brings only its own part (run_part_script)."""
+    return backend == "gem5" and run.spec.gem5.app_checkpoint
 
 
 def synchronised_start(run: Run, backend: str) -> bool:
-    """Whether every service loads first and starts its requests on one signal (a start
-    file): with fast-forward, and whenever scenario events are timed from that start."""
-    return fast_forwarded(run, backend) or bool(run.scenario.events)
+    """Whether every service loads first and starts its requests on a signal (its start
+    file, which carries the run's own options): with fast-forward or an app checkpoint,
+    and whenever scenario events are timed from that start."""
+    return (fast_forwarded(run, backend) or app_checkpointed(run, backend)
+            or bool(run.scenario.events))
 
 
-def start_file_of(run: Run, app: str) -> str:
-    """The file whose creation starts ``app``'s requests: its own when it arrives later."""
-    return f"/run/pimcloud/start-{app}" if run.scenario.event_of(app, "arrive") else START_FILE
+def start_file_of(app: str) -> str:
+    """The file whose creation starts ``app``'s requests (with the run's options in it)."""
+    return f"/run/pimcloud/start-{app}"
 
 
 def interval_ms(run: Run) -> str:
@@ -160,6 +168,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         "policy": s.manager,
         "options": s.options_of(s.manager),
         "interval_ms": s.interval_s * 1e3,
+        **s.control.agent_config(),
         "topology": "sysfs",
         "placement": {"static": s.placement},
         "apps": apps,
@@ -170,38 +179,50 @@ def agent_config(run: Run) -> dict[str, Any]:
     }
 
 
-def harness_command(run: Run, index: int, backend: str) -> list[str]:
-    """The harness command of the ``index``-th LC app of the run."""
+def launch_args(run: Run, index: int, backend: str) -> LaunchArgs:
+    """What the ``index``-th LC app is launched with: its service as loaded (program,
+    workers, data, engine options) and, with a synchronised start, its ready/start files."""
     s = run.scenario
     app = run.apps[index]
-    rps = s.rps_of(app)
-    length = run.spec.length
-    command = [*placement_prefix(run, index),
-               f"pimcloud-{app.name}", "--mode", "integrated", "--rps", f"{rps:g}",
-               "--seconds", f"{measured_seconds(run, app.name):g}",
-               "--warmup", str(math.ceil(rps * length.warmup_s)),
-               "--seed", str(s.seed + index), "--threads", str(app.threads or s.threads),
-               "--out", f"{GUEST_RESULTS}/{app.name}", "--stats-file", LATENCY_FILE,
-               "--interval-ms", interval_ms(run)]
-    # One dump of gem5's statistics per monitoring interval is enough for the whole run;
-    # when every app asked, the dumps would multiply.
-    if backend == "gem5" and run.spec.gem5.harness_hooks and index == 0:
-        command.append("--gem5")
-    if backend == "gem5":
+    synchronised = synchronised_start(run, backend)
+    return LaunchArgs(program=f"pimcloud-{app.name}", threads=app.threads or s.threads,
+                      data=app.data, options=tuple(sorted(app.options.items())),
+                      ready_file=f"/run/pimcloud/ready-{app.name}" if synchronised else None,
+                      start_file=start_file_of(app.name) if synchronised else None)
+
+
+def run_args(run: Run, index: int, backend: str) -> RunArgs:
+    """The ``index``-th LC app's options of this run (load, lengths, seed, statistics)."""
+    s = run.scenario
+    app = run.apps[index]
+    return RunArgs(
+        rps=s.rps_of(app), seconds=measured_seconds(run, app.name),
+        warmup_s=run.spec.length.warmup_s, seed=s.seed + index,
+        out=f"{GUEST_RESULTS}/{app.name}", stats_file=LATENCY_FILE,
+        interval_ms=float(interval_ms(run)),
+        # One dump of gem5's statistics per monitoring interval is enough for the whole
+        # run; when every app asked, the dumps would multiply.
+        gem5_hooks=backend == "gem5" and run.spec.gem5.harness_hooks and index == 0,
         # gem5 records each app's requests as its own work item type
         # (system.work_item_type<index>), in the order of the run's apps.
-        command += ["--gem5-work-type", str(index)]
-    if synchronised_start(run, backend):
-        command += ["--ready-file", f"/run/pimcloud/ready-{app.name}",
-                    "--start-file", start_file_of(run, app.name)]
-    if run.scenario.manager != "none":
+        gem5_work_type=index if backend == "gem5" else None,
         # The agent profiles apps it has no max loads for: the harness answers there.
-        command += ["--control-file", CONTROL_FILE]
-    if app.data:
-        command += ["--data", app.data]
-    for key, value in sorted(app.options.items()):
-        command += ["--opt", f"{key}={value}"]
-    return command
+        control_file=CONTROL_FILE if s.manager != "none" else None,
+        extra=run.spec.early_stop.harness_args(app.qos_ns))
+
+
+def harness_command(run: Run, index: int, backend: str) -> list[str]:
+    """The whole harness command of the ``index``-th LC app (what scenario.json records):
+    the static placement, the launch options, the run's options (in the start file when
+    the start is synchronised)."""
+    return [*placement_prefix(run, index), *launch_args(run, index, backend).args(),
+            *run_args(run, index, backend).args()]
+
+
+def shell_words(words: list[str]) -> str:
+    """``words`` quoted for run.sh, with guest result paths under $R (the init's folder)."""
+    return " ".join(shlex.quote(part) if not part.startswith(GUEST_RESULTS) else
+                    f'"$R{part[len(GUEST_RESULTS):]}"' for part in words)
 
 
 def hang_after_s(run: Run, backend: str) -> float | None:
@@ -213,7 +234,8 @@ def hang_after_s(run: Run, backend: str) -> float | None:
     if backend != "gem5":
         return None
     length = run.spec.length
-    slack = HANG_SLACK_S if fast_forwarded(run, backend) else STARTUP_ALLOWANCE_S
+    # Counted from the start signal when the services loaded before it.
+    slack = HANG_SLACK_S if synchronised_start(run, backend) else STARTUP_ALLOWANCE_S
     return HANG_FACTOR * (length.warmup_s + length.measured_s) + slack
 
 
@@ -320,7 +342,7 @@ def best_effort_lines(run: Run) -> list[str]:
     return lines
 
 
-def event_lines(run: Run) -> list[str]:
+def event_lines(run: Run, backend: str) -> list[str]:
     """Shell lines that do the scenario's events at their times after the start signal,
     each in a timer process (their pids in TIMERS, ended with the run), and record each
     in ``$R/events.jsonl`` with the guest's uptime when it happened."""
@@ -331,7 +353,7 @@ def event_lines(run: Run) -> list[str]:
             continue  # done before the start (prefill_lines)
         at = f"{event.at_s:.6f}"
         if event.kind == "arrive":
-            action = [f"touch {start_file_of(run, event.app or '')}",
+            action = [start_command(run, index_of[event.app or ""], backend),
                       f"event {at} arrive {event.app}"]
         elif event.kind in ("exit", "kill"):
             pid = f"$PID_{index_of[event.app or '']}"
@@ -353,36 +375,70 @@ def event_lines(run: Run) -> list[str]:
     return lines
 
 
-def run_script(run: Run, backend: str) -> str:
-    s = run.scenario
-    q = shlex.quote
-    lines = [
-        "#!/bin/sh",
-        f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
-        'HERE="${PIMCLOUD_SCENARIO_DIR:-$(pwd)}"',
-        f'R="${{PIMCLOUD_RESULTS:-{GUEST_RESULTS}}}"',
+def start_command(run: Run, index: int, backend: str) -> str:
+    """Start the ``index``-th app: write its start file, atomically, with the run's options
+    (the harness reads them when the file appears)."""
+    path = start_file_of(run.apps[index].name)
+    return (f"echo {shell_words(run_args(run, index, backend).args())} > {path}.tmp && "
+            f"mv {path}.tmp {path}")
+
+
+def header_lines() -> list[str]:
+    """What every scenario script (and the run part an app checkpoint sources) sets up."""
+    return [
+        'R="${PIMCLOUD_RESULTS:-' + GUEST_RESULTS + '}"',
         'export PATH="/opt/pimcloud/bin:$HERE/bin:$PATH"',
         'export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"',
         'say() { echo "pimcloud-run $*"; }',
         'have() { command -v "$1" >/dev/null 2>&1; }',
         "mkdir -p /run/pimcloud",
-        'cp "$HERE/scenario.json" "$R/scenario.json"',
     ]
+
+
+def require_lines(programs: list[str]) -> list[str]:
+    return [f'have {program} || {{ say "missing {program}: build the workloads (make cxx) '
+            f'and rebuild the image"; exit 3; }}' for program in programs]
+
+
+def launch_lines(run: Run, backend: str) -> list[str]:
+    """The app set: check its programs, launch every LC service (pids in LC, PID_<i>) and,
+    with a synchronised start, wait until each has loaded its data."""
     needed = [f"pimcloud-{app.name}" for app in run.apps]
     if placement_prefix(run, 0):
         needed.append("pimcloud-agent")  # starts the services under the static placement
-    if any(e.kind == "fill" for e in s.events):
-        needed.append("pimcloud-memhog")
-    for program in needed:
-        lines.append(f'have {program} || {{ say "missing {program}: build '
-                     f'the workloads (make cxx) and rebuild the image"; exit 3; }}')
-    # event AT KIND TARGET: one JSON line in events.jsonl, with the guest's uptime.
-    # event AT KIND TARGET [UPTIME]: the uptime read (a shell builtin, no fork) when the
-    # event happened, or now.
+    lines = [*require_lines(needed), 'LC=""']
+    synchronised = synchronised_start(run, backend)
+    for index, app in enumerate(run.apps):
+        words = [*placement_prefix(run, index), *launch_args(run, index, backend).args()]
+        if not synchronised:
+            words += run_args(run, index, backend).args()
+        lines += [f'mkdir -p "$R/{app.name}"',
+                  f'{shell_words(words)} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"',
+                  f"PID_{index}=$!"]
+    if synchronised:
+        ready = " ".join(f"/run/pimcloud/ready-{app.name}" for app in run.apps)
+        lines += [
+            f"for f in {ready}; do",
+            '  while [ ! -e "$f" ]; do',
+            '    for pid in $LC; do kill -0 $pid 2>/dev/null || { say "service pid $pid '
+            'ended before it was ready"; exit 3; }; done',
+            "    sleep 0.01",
+            "  done",
+            "done",
+        ]
+    return lines
+
+
+def manager_lines(run: Run) -> list[str]:
+    """Start the manager (pid in AGENT), and record events (``event``, ``cgroups``)."""
+    s = run.scenario
+    # event AT KIND TARGET [UPTIME]: one JSON line in events.jsonl, with the uptime read
+    # (a shell builtin, no fork) when the event happened, or now.
     record = ('{\\"at_s\\":$1,\\"kind\\":\\"$2\\",\\"target\\":\\"$3\\",'
               '\\"uptime_s\\":$up}')
-    lines.append('event() { up=$4; [ -n "$up" ] || read -r up _ < /proc/uptime; '
-                 f'echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}')
+    lines = ['cp "$HERE/scenario.json" "$R/scenario.json"',
+             'event() { up=$4; [ -n "$up" ] || read -r up _ < /proc/uptime; '
+             f'echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}']
     lines += cgroup_snapshot_lines()
     lines.append('AGENT=""')
     if s.manager != "none":
@@ -400,39 +456,24 @@ def run_script(run: Run, backend: str) -> str:
                       "  exit 3", "fi"]
     lines.append('BE=""')
     if s.be:
-        lines.append(f'have {BE_PROGRAM} || {{ say "missing {BE_PROGRAM}: build the workloads '
-                     '(make cxx) and rebuild the image"; exit 3; }')
-    # With a start signal the jobs start with the services' requests (in gem5 after the
-    # switch, so that set-up on the atomic cores does not share them with the jobs).
-    be_lines = best_effort_lines(run)
-    if not synchronised_start(run, backend):
-        lines += be_lines
-    lines.append('LC=""')
-    for index, app in enumerate(run.apps):
-        command = " ".join(q(part) if not part.startswith(GUEST_RESULTS) else
-                           f'"$R{part[len(GUEST_RESULTS):]}"'
-                           for part in harness_command(run, index, backend))
-        lines += [f'mkdir -p "$R/{app.name}"',
-                  f'{command} > "$R/{app.name}.log" 2>&1 &', 'LC="$LC $!"', f"PID_{index}=$!"]
+        lines += require_lines([BE_PROGRAM])
+    if any(e.kind == "fill" for e in s.events):
+        lines += require_lines(["pimcloud-memhog"])
+    return lines
+
+
+def started_lines(run: Run, backend: str) -> list[str]:
+    """From the start on: prefill, start signals, best-effort jobs, samplers, events, the
+    watchdog, then wait for the services and end the rest; exit 0 when all finished."""
+    lines = prefill_lines(run)
     if synchronised_start(run, backend):
-        ready = " ".join(f"/run/pimcloud/ready-{app.name}" for app in run.apps)
-        lines += [
-            f"for f in {ready}; do",
-            '  while [ ! -e "$f" ]; do',
-            '    for pid in $LC; do kill -0 $pid 2>/dev/null || { say "service pid $pid '
-            'ended before it was ready"; exit 3; }; done',
-            "    sleep 0.01",
-            "  done",
-            "done",
-        ]
-        if fast_forwarded(run, backend):
-            # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
-            lines += ['say "services ready: switching to the detailed cores"', "m5 switchcpu"]
-    lines += prefill_lines(run)
-    if synchronised_start(run, backend):
-        lines.append(f"touch {START_FILE}")
-        lines += be_lines
-    lines += kernel_file_lines(run) + event_lines(run)
+        arriving = {e.app for e in run.scenario.events if e.kind == "arrive"}
+        lines += [start_command(run, index, backend) for index, app in enumerate(run.apps)
+                  if app.name not in arriving]
+        # With a start signal the jobs start with the services' requests (in gem5 after
+        # the switch, so that set-up on the atomic cores does not share them with the jobs).
+        lines += best_effort_lines(run)
+    lines += kernel_file_lines(run) + event_lines(run, backend)
     hang_s = hang_after_s(run, backend)
     lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']
     lines += [
@@ -459,32 +500,112 @@ def run_script(run: Run, backend: str) -> str:
         'say "done status $status"',
         "exit $status",
     ]
+    return lines
+
+
+def run_script(run: Run, backend: str) -> str:
+    """The whole scenario of a run that launches its own services (QEMU; gem5 without an
+    app checkpoint, fast-forwarding their set-up on the atomic cores)."""
+    lines = ["#!/bin/sh",
+             f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
+             'HERE="${PIMCLOUD_SCENARIO_DIR:-$(pwd)}"', *header_lines(), *manager_lines(run)]
+    if not synchronised_start(run, backend):
+        lines += best_effort_lines(run)
+    lines += launch_lines(run, backend)
+    if fast_forwarded(run, backend):
+        # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
+        lines += ['say "services ready: switching to the detailed cores"', "m5 switchcpu"]
+    lines += started_lines(run, backend)
     return "\n".join(lines) + "\n"
+
+
+RUN_PART_DIR = "/tmp/run-part"  # where the app checkpoint's script unpacks a run's part
+
+
+def setup_script(run: Run) -> str:
+    """The app set's scenario (gem5 ``setup``): launch and load the services, ask for the
+    app checkpoint, then, in every run restored from it, fetch that run's own part with
+    m5 readfile and source it (it sees LC and PID_<i>). Nothing of one run is in here:
+    the app checkpoint's key is this folder's digest."""
+    lines = ["#!/bin/sh", "# pimcloud app set: written by pimcloud.runs (one app checkpoint)",
+             'HERE="${PIMCLOUD_SCENARIO_DIR:-$(pwd)}"', *header_lines(),
+             *launch_lines(run, "gem5"),
+             'say "services ready: app checkpoint"',
+             "m5 checkpoint",
+             "m5 readfile /tmp/run-part.tar || { say \"m5 readfile failed: no run part\"; "
+             "exit 3; }",
+             f"mkdir -p {RUN_PART_DIR} && tar -xf /tmp/run-part.tar -C {RUN_PART_DIR} || "
+             '{ say "cannot unpack the run part"; exit 3; }',
+             f'say "app checkpoint restored: run $(cat {RUN_PART_DIR}/run-id)"',
+             f". {RUN_PART_DIR}/run.sh"]
+    return "\n".join(lines) + "\n"
+
+
+def run_part_script(run: Run) -> str:
+    """One run's part, sourced by the app set's script after the restore."""
+    lines = ["# sourced by the app set's script (setup_script) in the restored guest",
+             f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
+             f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run),
+             *started_lines(run, "gem5")]
+    return "\n".join(lines) + "\n"
+
+
+def ship_programs_to(folder: Path, names: list[str]) -> list[str]:
+    """Copy the host's builds of ``names`` (and the libraries they need) into
+    ``folder``/bin and lib; the names shipped."""
+    shipped = []
+    for name in names:
+        candidates = program_candidates(name)
+        if not candidates:
+            continue
+        (folder / "bin").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(candidates[0], folder / "bin" / name)
+        shipped.append(name)
+        for library in shared_libraries(candidates[0]):
+            (folder / "lib").mkdir(exist_ok=True)
+            shutil.copy2(library, folder / "lib" / library.name)
+    return shipped
+
+
+def service_programs(run: Run) -> list[str]:
+    """What launching the app set runs: its services, and the agent for static placement."""
+    return [f"pimcloud-{app.name}" for app in run.apps] + (
+        ["pimcloud-agent"] if placement_prefix(run, 0) else [])
+
+
+def run_programs(run: Run) -> list[str]:
+    """What a run's own part runs: the manager, best-effort jobs, the memory hog."""
+    names = []
+    if run.scenario.be:
+        names.append(BE_PROGRAM)
+    if run.scenario.manager != "none":
+        names.append("pimcloud-agent")
+    if any(e.kind == "fill" for e in run.scenario.events):
+        names.append("pimcloud-memhog")
+    return names
+
+
+def write_setup(run: Run, folder: Path, ship_programs: bool = True) -> None:
+    """Write the app set's set-up scenario folder (gem5 ``setup``, app checkpoints): the
+    same bytes for every run of the set, so its digest keys the app checkpoint."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if ship_programs:
+        ship_programs_to(folder, service_programs(run))
+    atomic_write_text(folder / "run.sh", setup_script(run))
+    (folder / "run.sh").chmod(0o755)
 
 
 def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = True
                    ) -> dict[str, Any]:
-    """Write the run's scenario folder; returns what went into scenario.json."""
+    """Write the run's scenario folder; returns what went into scenario.json. With an app
+    checkpoint it is the run's own part (run_part_script), sourced after the restore."""
     folder.mkdir(parents=True, exist_ok=True)
+    part_only = app_checkpointed(run, backend)
     shipped: list[str] = []
     if ship_programs:
-        names = [f"pimcloud-{app.name}" for app in run.apps]
-        if run.scenario.be:
-            names.append(BE_PROGRAM)
-        if run.scenario.manager != "none" or placement_prefix(run, 0):
-            names.append("pimcloud-agent")
-        if any(e.kind == "fill" for e in run.scenario.events):
-            names.append("pimcloud-memhog")
-        for name in names:
-            candidates = program_candidates(name)
-            if not candidates:
-                continue
-            (folder / "bin").mkdir(exist_ok=True)
-            shutil.copy2(candidates[0], folder / "bin" / name)
-            shipped.append(name)
-            for library in shared_libraries(candidates[0]):
-                (folder / "lib").mkdir(exist_ok=True)
-                shutil.copy2(library, folder / "lib" / library.name)
+        names = list(dict.fromkeys(
+            ([] if part_only else service_programs(run)) + run_programs(run)))
+        shipped = ship_programs_to(folder, names)
     parameters = {
         "campaign": run.spec.name,
         "run_id": run.run_id,
@@ -498,15 +619,21 @@ def write_scenario(run: Run, folder: Path, backend: str, ship_programs: bool = T
         "seed": run.scenario.seed,
         "be": list(run.scenario.be),
         "interval_s": run.scenario.interval_s,
+        "control": asdict(run.scenario.control),
         "events": [asdict(event) for event in run.scenario.events],
         "warmup_s": run.spec.length.warmup_s,
         "measured_s": run.spec.length.measured_s,
         "shipped_programs": shipped,
+        "app_checkpoint": part_only,
     }
     atomic_write_text(folder / "scenario.json", json.dumps(parameters, indent=1) + "\n")
     atomic_write_text(folder / "agent.json", json.dumps(agent_config(run), indent=1) + "\n")
     if run.scenario.manager != "none":
         check_agent_config(folder / "agent.json")
-    atomic_write_text(folder / "run.sh", run_script(run, backend))
+    if part_only:
+        atomic_write_text(folder / "run-id", f"{run.run_id}\n")
+        atomic_write_text(folder / "run.sh", run_part_script(run))
+    else:
+        atomic_write_text(folder / "run.sh", run_script(run, backend))
     (folder / "run.sh").chmod(0o755)
     return parameters

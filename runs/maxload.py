@@ -55,6 +55,38 @@ def p99_ns(run_dir: Path, app: str) -> float | None:
     return None
 
 
+def early_stop_of(run_dir: Path, app: str) -> dict[str, Any] | None:
+    """The harness's early-stop verdict of ``app`` in a run folder (summary.json), if
+    the run asked for one."""
+    for path in sorted(run_dir.rglob("summary.json")):
+        if path.parent.name == app:
+            try:
+                found = json.loads(path.read_text()).get("early_stop")
+            except (OSError, ValueError):
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def meets_qos(run_dir: Path, app: str, p99: float, qos_ns: float) -> bool:
+    """Whether the point meets QoS: its early-stop verdict when it stopped early (a
+    certain miss is a miss whatever the p99 of the requests answered before), else its
+    p99 against the target."""
+    verdict = (early_stop_of(run_dir, app) or {}).get("verdict")
+    if verdict in ("miss", "meet"):
+        return verdict == "meet"
+    return p99 <= qos_ns
+
+
+def describe(run_dir: Path, app: str) -> str:
+    stop = early_stop_of(run_dir, app) or {}
+    if stop.get("verdict") == "miss":
+        return f"missed QoS, stopped early after {stop.get('decided')} requests"
+    if stop.get("verdict") == "meet":
+        return f"met QoS, stopped early after {stop.get('decided')} requests"
+    return ""
+
+
 def known_points(campaign: Campaign, app: str) -> dict[float, tuple[float, str]]:
     """rps -> (p99, run id) of every finished run of ``app`` alone with the template's
     manager, placement and seed."""
@@ -94,10 +126,13 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     if known:
         log(f"maxload {app}: {len(known)} finished run(s) reused")
 
+    def meets(rps: float) -> bool:
+        p99, run_id = known[rps]
+        return meets_qos(campaign.dir.run_dir(run_id), app, p99, qos)
+
     def bounds() -> tuple[float, float | None]:
-        meets = [rps for rps, (p99, _) in known.items() if p99 <= qos]
-        lo = max(meets, default=0.0)
-        misses = [rps for rps, (p99, _) in known.items() if p99 > qos and rps > lo]
+        lo = max((rps for rps in known if meets(rps)), default=0.0)
+        misses = [rps for rps in known if not meets(rps) and rps > lo]
         return lo, min(misses, default=None)
 
     def probe(rps: float) -> None:
@@ -115,8 +150,10 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         if p99 is None:
             raise CampaignError(f"max-load probe {run.run_id} left no lats.bin for {app}")
         known[rps] = (p99, run.run_id)
+        how = describe(campaign.dir.run_dir(run.run_id), app)
         log(f"maxload {app}: {rps:g} rps -> p99 {p99 / 1e6:.3f} ms "
-            f"({'meets' if p99 <= qos else 'misses'} {qos / 1e6:g} ms)")
+            f"({'meets' if meets(rps) else 'misses'} {qos / 1e6:g} ms)"
+            + (f": {how}" if how else ""))
 
     if not known:
         probe(start)
@@ -138,7 +175,8 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         probe(middle)
     lo, hi = bounds()
     result.max_load_rps, result.first_miss_rps = lo, hi
-    result.probes = [{"rps": rps, "p99_ns": p99, "meets_qos": p99 <= qos, "run_id": run_id}
+    result.probes = [{"rps": rps, "p99_ns": p99, "meets_qos": meets(rps), "run_id": run_id,
+                      "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app)}
                      for rps, (p99, run_id) in sorted(known.items())]
     atomic_write_text(campaign.dir.root / f"maxload-{app}.json",
                       json.dumps(asdict(result), indent=1) + "\n")

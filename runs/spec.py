@@ -45,6 +45,30 @@ SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "t
 # killed (SIGKILL), or a memory hog fills a stack until little is free.
 EVENT_KINDS = ("arrive", "exit", "kill", "fill")
 DEFAULT_INTERVAL_S = 0.1  # the paper's monitoring interval (section IV-E)
+DEFAULT_PROFILE_S = 0.5  # the paper's profiling time per core type (section IV-D1)
+
+
+@dataclass(frozen=True)
+class ControlLoops:
+    """The manager's control loops, with the paper's values by default. Windows and
+    waits are counted in monitoring intervals, so a shorter interval shortens them in
+    time too; a shorter interval also means fewer requests behind each interval's p99
+    (the agent's slack is a median over ``slack_intervals`` of them)."""
+
+    scale: float = 1.0  # what interval and profile were scaled by (1: the paper's)
+    profile_s: float = DEFAULT_PROFILE_S  # saturation per core type, per unprofiled app
+    slack_intervals: int = 5  # the slack window: median p99 over this many intervals
+    min_intervals: int = 3  # intervals in the window before a new decision
+    wait_cores: tuple[int, int] = (2, 3)  # intervals to settle after a core change
+    wait_pages: tuple[int, int] = (3, 8)  # ... after page moves
+
+    def agent_config(self) -> dict[str, Any]:
+        """The agent config's keys for these (guest/pimcloud-agent/config)."""
+        return {"profile_ms": self.profile_s * 1e3,
+                "slack": {"intervals": self.slack_intervals,
+                          "min_intervals": self.min_intervals},
+                "stability": {"cores_intervals": list(self.wait_cores),
+                              "pages_intervals": list(self.wait_pages)}}
 AXIS_KEYS = (*SCENARIO_KEYS, "topology")
 APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
@@ -52,6 +76,17 @@ HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
 
 class SpecError(InputError):
     """An invalid campaign spec: names the file, the dotted field, the value and the fix."""
+
+
+def _host_seconds(table: CheckedTable, key: str) -> float | None:
+    """An optional host-time length ("30min", "2h") of ``table``."""
+    raw = table.raw(key)
+    if raw is None:
+        return None
+    try:
+        return parse_host_seconds(raw)
+    except UnitError as error:
+        raise table.error(key, raw, str(error)) from None
 
 
 def parse_host_seconds(text: object) -> float:
@@ -109,6 +144,7 @@ class Scenario:
     threads: int
     events: tuple[ScenarioEvent, ...] = ()
     interval_s: float = DEFAULT_INTERVAL_S  # the manager's and the harness's interval
+    control: ControlLoops = ControlLoops()  # the manager's windows, waits, profiling
     # Per manager, the options its policy reads (agent config "options"; the agent
     # validates them and `pimcloud-agent policies --json` lists them).
     manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
@@ -147,8 +183,36 @@ class Gem5Options:
     # Restore on the atomic cores; switch to the detailed ones when every service has
     # loaded its data (harness --ready-file/--start-file), so set-up costs atomic speed.
     fast_forward: bool = True
+    # Launch and load the services once per app set (apps, their options and threads,
+    # static placement) on the atomic cores and checkpoint there; every run of the set
+    # restores that app checkpoint and brings only its own part (runs/guest_scenario.py).
+    app_checkpoint: bool = True
+    # Preemptible runs: a progress checkpoint every so many host seconds (None: none); a
+    # run that is killed, preempted or timed out resumes from its latest (runs/progress.py).
+    progress_every_s: float | None = None
     limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
     extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
+
+
+@dataclass(frozen=True)
+class EarlyStopSpec:
+    """End a load point's measured region once its p99 certainly misses QoS (and, with
+    ``meet``, once it certainly meets it): the harness's rule, early_stop.h. A stopped
+    point counts as a miss (or a meet) wherever loads are compared (max-load search)."""
+
+    miss: bool = False
+    meet: bool = False
+    confidence: float = 0.99  # one-sided, of the Wilson bound on the late fraction
+    min_requests: int = 100  # decided requests before any verdict
+
+    def harness_args(self, qos_ns: float | None) -> tuple[str, ...]:
+        if not (self.miss or self.meet) or qos_ns is None:
+            return ()
+        args = ["--early-stop-qos-ms", f"{qos_ns / 1e6:g}", "--early-stop-confidence",
+                f"{self.confidence:g}", "--early-stop-min-requests", str(self.min_requests)]
+        if self.meet:
+            args.append("--early-stop-meet")
+        return tuple(args)
 
 
 @dataclass(frozen=True)
@@ -191,6 +255,7 @@ class CampaignSpec:
     qemu: QemuOptions
     limits: Limits
     executor: ExecutorSpec
+    early_stop: EarlyStopSpec = EarlyStopSpec()
 
     def science(self) -> dict[str, Any]:
         """What decides a run's results apart from its axes: the spec hash covers this.
@@ -282,6 +347,9 @@ class Run:
             record["be"] = list(s.be)
         if s.interval_s != DEFAULT_INTERVAL_S:
             record["interval_s"] = s.interval_s  # the manager's and the statistics' period
+        if s.manager not in ("none", "default"):
+            # The control loops it ran with (analysis keeps them out of the axes).
+            record["control"] = {"interval_s": s.interval_s, **asdict(s.control)}
         if "topology" in self.point:
             record["arch"] = self.topology  # analysis draws Table III per "arch"
         record["topology"] = self.topology
@@ -410,6 +478,8 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         boot_cpu=g.choice("boot_cpu", ("atomic", "kvm"), "atomic"),
         harness_hooks=_boolean(g, "harness_hooks", True),
         fast_forward=_boolean(g, "fast_forward", True),
+        app_checkpoint=_boolean(g, "app_checkpoint", True),
+        progress_every_s=_host_seconds(g, "progress_every"),
         limit_margin=g.number("limit_margin", 1.0) or 0.0,
         extra_args=g.strings("extra_args"))
     g.finish()
@@ -442,10 +512,19 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         if ex.data.get(key) is not None and not isinstance(ex.data[key], str):
             raise ex.error(key, ex.data[key], "must be a string")
     ex.finish()
+    es = top.table("early_stop")
+    confidence = es.number("confidence", 0.99) or 0.0
+    if not 0.5 < confidence < 1:
+        raise es.error("confidence", confidence, "must be between 0.5 and 1 (e.g. 0.99)")
+    early_stop = EarlyStopSpec(miss=_boolean(es, "miss", False),
+                               meet=_boolean(es, "meet", False), confidence=confidence,
+                               min_requests=es.integer("min_requests", 100, minimum=1))
+    es.finish()
     top.finish()
 
     spec = CampaignSpec(source, name, description, topology, kernel, image, backend,
-                        scenario, apps, axes, length, gem5, qemu, limits, executor)
+                        scenario, apps, axes, length, gem5, qemu, limits, executor,
+                        early_stop)
     for run in spec.runs():
         _check_run(spec, run)
     return spec
@@ -513,6 +592,7 @@ def _parse_scenario(t: _Table) -> Scenario:
     rps = t.raw("rps")
     if rps is not None and not isinstance(rps, int | float | dict):
         raise t.error("rps", rps, "must be a number or a table { app = rps }")
+    interval_s, control = _parse_control(t)
     return Scenario(
         apps=_mix(apps) if apps is not None else (),
         load=load,
@@ -523,9 +603,36 @@ def _parse_scenario(t: _Table) -> Scenario:
         be=t.strings("be"),
         threads=t.integer("threads", 4, minimum=1),
         events=_parse_events(t),
-        interval_s=t.seconds("interval", "100ms"),
+        interval_s=interval_s,
+        control=control,
         manager_options=_parse_manager_options(t),
     )
+
+
+def _parse_control(t: _Table) -> tuple[float, ControlLoops]:
+    """``control_scale`` (the paper's interval and profiling time times it) and each
+    value on its own: ``interval``, ``profile``, ``slack_intervals``, ``min_intervals``,
+    ``wait_cores`` and ``wait_pages`` ([min, max] intervals)."""
+    scale = t.number("control_scale", 1.0) or 0.0
+    if scale <= 0:
+        raise t.error("control_scale", scale, "must be greater than zero (1: the paper's)")
+    interval = t.seconds("interval", f"{DEFAULT_INTERVAL_S * scale * 1e3:g}ms")
+    profile = t.seconds("profile", f"{DEFAULT_PROFILE_S * scale * 1e3:g}ms")
+    slack = t.integer("slack_intervals", 5, minimum=1)
+    least = t.integer("min_intervals", min(3, slack), minimum=1)
+    if least > slack:
+        raise t.error("min_intervals", least, f"must be at most slack_intervals ({slack})")
+
+    def span(key: str, default: tuple[int, int]) -> tuple[int, int]:
+        raw = t.raw(key, list(default))
+        if not (isinstance(raw, list) and len(raw) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in raw)
+                and 1 <= raw[0] <= raw[1]):
+            raise t.error(key, raw, "give [min, max] intervals with 1 <= min <= max")
+        return raw[0], raw[1]
+
+    return interval, ControlLoops(scale, profile, slack, least,
+                                  span("wait_cores", (2, 3)), span("wait_pages", (3, 8)))
 
 
 def _parse_manager_options(t: _Table) -> tuple[tuple[str, str], ...]:

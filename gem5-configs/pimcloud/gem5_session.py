@@ -46,14 +46,24 @@ def boot_mode(checkpoint_dir: Path, boot_cpu: str = "atomic") -> list[str]:
 
 
 def restore_mode(checkpoint_dir: Path, scenario: Path, *, max_seconds: float | None = None,
-                 stats_period: str | None = None, fast_forward: bool = False) -> list[str]:
+                 stats_period: str | None = None, fast_forward: bool = False,
+                 resume: bool = False, progress_dir: Path | None = None,
+                 progress_every_s: float | None = None) -> list[str]:
+    """pim_fs.py ``restore``; ``resume``: the checkpoint is a progress checkpoint (taken on
+    the detailed cores); ``progress_dir``: save one there every ``progress_every_s``."""
     mode = ["restore", "--checkpoint-dir", str(checkpoint_dir), "--scenario", str(scenario)]
     if max_seconds is not None:
         mode += ["--max-seconds", f"{max_seconds:.6f}"]
     if stats_period:
         mode += ["--stats-period", stats_period]
-    if fast_forward:
+    if fast_forward and not resume:
         mode.append("--fast-forward")
+    if resume:
+        mode.append("--resume")
+    if progress_dir is not None:
+        mode += ["--progress-dir", str(progress_dir)]
+        if progress_every_s is not None:
+            mode += ["--progress-every", f"{progress_every_s:g}"]
     return mode
 
 

@@ -59,7 +59,7 @@ def stats_text(dumps: int, seconds: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def results_tar(scenario: dict, capacity: dict) -> bytes:
+def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> bytes:
     """Per app: lats.bin + requests.csv from an M/M/1 queue at the offered load."""
     files = {}
     rng = random.Random(scenario["seed"])
@@ -81,10 +81,25 @@ def results_tar(scenario: dict, capacity: dict) -> bytes:
             records.append(struct.pack("<QQQ", q, s, so))
             start = int(t * 1e9)
             rows.append(f"{i},0,{start},{start + q},{start + so},{q},{s},{so}")
+        command = params.get("command") or []
+        if "--early-stop-qos-ms" in command:
+            # The harness's early stop, roughly: a point whose p99 misses the target is
+            # cut after a third of its requests, with the verdict in summary.json.
+            qos_ns = float(command[command.index("--early-stop-qos-ms") + 1]) * 1e6
+            sojourns = sorted(struct.unpack("<QQQ", r)[2] for r in records)
+            miss = sojourns[int(0.99 * (len(sojourns) - 1))] > qos_ns
+            if miss:
+                keep = max(1, len(records) // 3)
+                records, rows = records[:keep], rows[:keep + 1]
+            files[f"{app}/summary.json"] = json.dumps({"early_stop": {
+                "verdict": "miss" if miss else "undecided", "decided": len(records),
+                "late": 0, "bound": 0.0, "confidence": 0.99, "qos_ns": qos_ns,
+                "discarded": 0}}).encode()
         files[f"{app}/lats.bin"] = b"".join(records)
         files[f"{app}/requests.csv"] = ("\n".join(rows) + "\n").encode()
     files["decisions.jsonl"] = (json.dumps({"t_ns": 1, "event": "start",
                                             "app": next(iter(scenario["apps"]))}) + "\n").encode()
+    files.update(extra or {})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
         for name, data in files.items():
@@ -92,6 +107,76 @@ def results_tar(scenario: dict, capacity: dict) -> bytes:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+STEPS = 10  # a preemptible fake run: ten steps of simulated time, one stats dump each
+
+
+def save_progress(folder: Path, outdir: Path, tick: int, from_tick: int, state: dict,
+                  offsets: dict, host_s: float) -> None:
+    """As pim_fs.py Progress.maybe_save: segment (what this attempt wrote since its last
+    progress checkpoint), then the checkpoint, then the older checkpoint goes."""
+    segment = folder / "segments" / f".partial-{tick}"
+    segment.mkdir(parents=True, exist_ok=True)
+    for name in ("stats.txt", "board.pc.com_1.device"):
+        data = (outdir / name).read_bytes() if (outdir / name).is_file() else b""
+        (segment / name).write_bytes(data[offsets.get(name, 0):])
+        offsets[name] = len(data)
+    (segment / "segment.json").write_text(json.dumps(
+        {"from_tick": from_tick, "to_tick": tick, "host_seconds": host_s}))
+    segment.rename(folder / "segments" / str(tick))
+    partial = folder / f".partial-ckpt-{tick}"
+    partial.mkdir()
+    (partial / "m5.cpt").write_text(f"[root]\ncurTick={tick}\nfakeState={json.dumps(state)}\n")
+    partial.rename(folder / f"ckpt-{tick}")
+    for old in folder.glob("ckpt-*"):
+        if old.name != f"ckpt-{tick}":
+            for file in old.iterdir():
+                file.unlink()
+            old.rmdir()
+
+
+def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
+                    what: str) -> int:
+    """A run in STEPS steps (FAKE_GEM5_STEP_SLEEP host seconds each) with progress
+    checkpoints; "die@K" SIGKILLs this attempt before step K is done. The guest's state
+    (steps done) travels in the checkpoint, so resumed steps are neither lost nor
+    repeated; results.tar lists them (steps.txt)."""
+    saved = (checkpoint / "m5.cpt").read_text()
+    tick = int(saved.split("curTick=")[1].split()[0])
+    state = (json.loads(saved.split("fakeState=")[1].splitlines()[0])
+             if "--resume" in argv else {"steps": [], "start_tick": tick})
+    folder = Path(option(argv, "--progress-dir")) if "--progress-dir" in argv else None
+    every = float(option(argv, "--progress-every", "1800"))
+    die_at = int(what.split("@")[1]) if what.startswith("die@") else None
+    length = scenario["warmup_s"] + scenario["measured_s"]
+    step_ticks = int(length * 1e12 / STEPS)
+    offsets: dict = {}
+    last, from_tick = time.monotonic(), tick
+    for step in range(len(state["steps"]) + 1, STEPS + 1):
+        time.sleep(float(os.environ.get("FAKE_GEM5_STEP_SLEEP", "0.02")))
+        if step == die_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        state["steps"].append(step)
+        tick += step_ticks
+        with (outdir / "stats.txt").open("a") as stats:
+            stats.write(f"\n---------- Begin Simulation Statistics ----------\n"
+                        f"simTicks {step_ticks} # ticks\nfake.step {step} # step\n"
+                        "---------- End Simulation Statistics   ----------\n")
+        with (outdir / "board.pc.com_1.device").open("a") as console:
+            console.write(f"pimcloud-run fake step {step}\n")
+        if folder is not None and time.monotonic() - last >= every:
+            save_progress(folder, outdir, tick, from_tick, state, offsets,
+                          round(time.monotonic() - last, 3))
+            last, from_tick = time.monotonic(), tick
+    with (outdir / "board.pc.com_1.device").open("a") as console:
+        console.write("pimcloud-scenario-exit 0 uptime_s=1.30\npimcloud-exit uptime_s=1.31\n")
+    capacity = json.loads(os.environ.get("FAKE_GEM5_CAPACITY", "{}"))
+    steps = ("\n".join(map(str, state["steps"])) + "\n").encode()
+    (outdir / "results.tar").write_bytes(results_tar(scenario, capacity, {"steps.txt": steps}))
+    print(f"pimcloud: exit at tick {tick} (1 s host): m5_exit instruction encountered",
+          flush=True)
+    return 0
 
 
 def main(argv: list) -> int:
@@ -113,9 +198,26 @@ def main(argv: list) -> int:
     if not (checkpoint / "m5.cpt").is_file():
         print(f"fatal: no checkpoint in {checkpoint}", file=sys.stderr)
         return 1
+    if "setup" in argv:
+        # The app set's services load: half a simulated second after the boot's tick.
+        save = Path(option(argv, "--save-dir"))
+        save.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(option(argv, "--scenario")) as archive:
+            script = archive.extractfile("run.sh").read().decode()
+        if "m5 checkpoint" not in script:
+            print("fake gem5: the set-up scenario never asks for a checkpoint", file=sys.stderr)
+            return 3
+        tick = 1470000000000
+        (save / "m5.cpt").write_text(f"[root]\ncurTick={tick}\n")
+        with (state / "setups").open("a") as setups:
+            setups.write(str(save) + "\n")
+        print(f"pimcloud: exit at tick {tick} (1 s host): checkpoint", flush=True)
+        return 0
     with tarfile.open(option(argv, "--scenario")) as archive:
         scenario = json.load(archive.extractfile("scenario.json"))
     what = behaviour(scenario["run_id"], state)
+    if what.startswith("die@") or "--progress-dir" in argv:
+        return stepped_restore(argv, scenario, outdir, checkpoint, what)
     time.sleep(float(os.environ.get("FAKE_GEM5_SLEEP", "0")))
     print(f"fake gem5: run {scenario['run_id']}: {what}", flush=True)
     if what == "crash":
@@ -127,7 +229,9 @@ def main(argv: list) -> int:
         print("panic: fake failure", file=sys.stderr)
         return 1
     length = scenario["warmup_s"] + scenario["measured_s"]
-    tick = 970000000000 + int(length * 1e12)
+    saved = (checkpoint / "m5.cpt").read_text()
+    restored = int(saved.split("curTick=")[1]) if "curTick=" in saved else 970000000000
+    tick = restored + int(length * 1e12)
     if what == "sim-limit":
         print(f"pimcloud: exit at tick {tick} (1 s host): simulate() limit reached", flush=True)
         return 3

@@ -271,10 +271,13 @@ def test_checkpoint_from_a_gem5_boot_is_restored_not_booted_again(
     assert adopt_checkpoint(campaign, booted) is None
     assert execute(campaign, "local", jobs=2, live=False) == 0
     assert gem5_calls("boot") == []
-    restored = {argv[argv.index("--checkpoint-dir") + 1] for argv in gem5_calls("restore")}
-    assert len(restored) == 1
-    adopted = Path(restored.pop())
+    # The app set loads once, from the adopted boot checkpoint; every run restores that.
+    loaded = {argv[argv.index("--checkpoint-dir") + 1] for argv in gem5_calls("setup")}
+    assert len(loaded) == 1
+    adopted = Path(loaded.pop())
     assert (adopted / "m5.cpt").read_text() == "[root]\n"
+    restored = {argv[argv.index("--checkpoint-dir") + 1] for argv in gem5_calls("restore")}
+    assert len(restored) == 1 and Path(restored.pop()).parent.parent.name == "apps"
     assert (booted / "ckpt" / "m5.cpt").is_file()  # the booted folder stays whole
     meta = json.loads((adopted.parent / "meta.json").read_text())
     assert meta["adopted_from"] == str(booted)

@@ -13,16 +13,21 @@ from pimcloud.runs.backends import hang_detail
 from pimcloud.runs.guest_scenario import (
     HANG_EXIT,
     HANG_MARK,
-    START_FILE,
     AgentConfigError,
     check_agent_config,
     hang_after_s,
     harness_command,
     program_candidates,
+    run_part_script,
     run_script,
+    setup_script,
+    start_file_of,
     watchdog_lines,
+    write_scenario,
+    write_setup,
 )
 from pimcloud.runs.spec import load_spec
+from pimcloud.workloads.harness_args import RUN_OPTIONS
 
 
 def test_script_runs_the_agent_and_fails_when_it_dies_early(
@@ -56,10 +61,10 @@ def test_host_agent_rejects_a_bad_config(tmp_path: Path) -> None:
 
 def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
         write_spec: Callable[..., Path], tmp_path: Path) -> None:
-    spec = load_spec(write_spec())
+    spec = load_spec(write_spec(extra="[gem5]\napp_checkpoint = false\n"))
     run = next(r for r in spec.runs() if r.scenario.manager == "pimcloud")
     command = harness_command(run, 0, "gem5")
-    assert command[command.index("--start-file") + 1] == START_FILE
+    assert command[command.index("--start-file") + 1] == start_file_of("kvstore")
     assert "--control-file" in command  # the agent's profiling requests are answered
     assert "--start-file" not in harness_command(run, 0, "qemu")
     # Each app's requests are their own gem5 work item type, below gem5's 16.
@@ -87,7 +92,66 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "switching to the detailed cores" in done.stdout
     assert "switchcpu" in done.stderr  # m5 logged the op it would run in gem5
-    assert (tmp_path / "start").exists()
+    # The start file carries the run's own options (load, length, seed...).
+    started = (tmp_path / "start-kvstore").read_text().split()
+    assert started[started.index("--rps") + 1] == f"{run.scenario.rps_of(run.apps[0]):g}"
+    assert all(word in RUN_OPTIONS for word in started if word.startswith("--"))
+
+
+def test_app_checkpoint_splits_the_app_set_from_each_runs_own_part(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    spec = load_spec(write_spec())
+    runs = list(spec.runs())
+    setups = {setup_script(run) for run in runs}
+    assert len(setups) == 1, "the app set's script must not depend on the run"
+    setup = setups.pop()
+    launch = next(line for line in setup.splitlines() if "--mode integrated" in line)
+    assert "--rps" not in launch and "--seed" not in launch and "--start-file" in launch
+    assert setup.index("m5 checkpoint") < setup.index("m5 readfile")
+    assert setup.rstrip().endswith(". /tmp/run-part/run.sh")
+    part = run_part_script(runs[0])
+    assert "pimcloud-kvstore" not in part.replace("start-kvstore", "")
+    assert "m5 switchcpu" not in part and "--rps" in part
+    # Two runs of the set: the same set-up folder, byte for byte; their own parts differ.
+    for index, run in enumerate(runs[:2]):
+        write_setup(run, tmp_path / f"setup{index}", ship_programs=False)
+        write_scenario(run, tmp_path / f"part{index}", "gem5", ship_programs=False)
+    assert (tmp_path / "setup0/run.sh").read_bytes() == (tmp_path / "setup1/run.sh").read_bytes()
+    assert (tmp_path / "part0/run-id").read_text() != (tmp_path / "part1/run-id").read_text()
+    assert json.loads((tmp_path / "part0/scenario.json").read_text())["app_checkpoint"]
+
+
+def test_the_real_harness_takes_the_run_options_from_its_start_file(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """Both sides of the harness command line: every option the runner puts in a start
+    file is one the harness accepts there, and it runs with them."""
+    synthetic = program_candidates("pimcloud-synthetic")
+    if not synthetic:
+        pytest.skip("the workloads are not built (make cxx)")
+    from pimcloud.workloads.harness_args import RunArgs
+
+    run_options = RunArgs(rps=3000, seconds=0.05, warmup_s=0.01, seed=4,
+                          out=str(tmp_path / "out"), stats_file=str(tmp_path / "live.jsonl"),
+                          interval_ms=20, gem5_work_type=1,
+                          control_file=str(tmp_path / "control.jsonl")).args()
+    start = tmp_path / "go"
+    process = subprocess.Popen([str(synthetic[0]), "--threads", "1", "--ready-file",
+                                str(tmp_path / "ready"), "--start-file", str(start)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (tmp_path / "go.tmp").write_text(" ".join(run_options) + "\n")
+    (tmp_path / "go.tmp").rename(start)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["requests"] > 0 and summary["schedule"] == [[0, 3000]], summary
+    assert summary["seed"] == 4 and summary["warmup"] == 30, summary
+    assert (tmp_path / "live.jsonl").read_text().strip()
+    # An option that would reshape the loaded service is refused, by name.
+    refused = subprocess.Popen([str(synthetic[0]), "--start-file", str(tmp_path / "go2")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (tmp_path / "go2").write_text("--seconds 0.05 --threads 8\n")
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and "--threads" in err
 
 
 def test_the_harness_takes_the_work_type_the_campaign_gives(tmp_path: Path) -> None:

@@ -83,3 +83,26 @@ def test_max_load_bisection_finds_the_knee_and_reuses_runs(
     # Every known point is reused: the probes and the sweep's own pimcloud runs (200, 500).
     assert again.max_load_rps == result.max_load_rps and again.reused == probes + 2
     assert len(list((tmp_path / "out" / "runs").iterdir())) == before
+
+
+def test_max_load_with_early_stop_finds_the_same_knee(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probes that certainly miss stop early (the fake cuts them as the harness would) and
+    count as misses: the same max load as without early stop."""
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    found = {}
+    for early in (False, True):
+        spec = write_spec(f"es{int(early)}", extra="[early_stop]\nmiss = true\n" if early
+                          else "")
+        spec.write_text(spec.read_text().replace('qos = "5ms"', 'qos = "20ms"'))
+        campaign = prepare_campaign(spec, tmp_path / f"out{int(early)}")
+        said: list[str] = []
+        found[early] = find_max_load(
+            campaign, "kvstore", lambda c=campaign: execute(c, "local", jobs=2, live=False),
+            start_rps=400, tolerance=0.05, log=said.append)
+        stopped = [p for p in found[early].probes if p["early_stop"]
+                   and p["early_stop"]["verdict"] == "miss"]
+        assert bool(stopped) == early
+        assert any("stopped early after" in line for line in said) == early
+    assert found[True].max_load_rps == found[False].max_load_rps

@@ -9,11 +9,17 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pimcloud.runs.guest_scenario import agent_config, harness_command, run_script
+from pimcloud.runs.guest_scenario import (
+    agent_config,
+    harness_command,
+    run_part_script,
+    run_script,
+)
 from pimcloud.runs.spec import SpecError, parse_spec
 
 
@@ -43,8 +49,9 @@ def test_a_fill_at_time_zero_is_done_before_the_start_signal() -> None:
     spec = parse_spec(spec_with([{"at": "0s", "kind": "fill", "stack": 2, "free": "100MiB"}]))
     script = run_script(spec.runs()[0], "qemu")
     hog = script.index("pimcloud-memhog --node 2 --free-mib 100")
-    assert hog < script.index("touch /run/pimcloud/start")
-    assert script.index("grep -q filled", hog) < script.index("touch /run/pimcloud/start")
+    start = script.index("mv /run/pimcloud/start-")
+    assert hog < start
+    assert script.index("grep -q filled", hog) < start
 
 
 def test_an_app_that_exits_before_it_arrives_is_refused() -> None:
@@ -84,6 +91,15 @@ while [ $# -gt 0 ]; do
 done
 touch "$ready"
 while [ ! -e "$start" ]; do sleep 0.01; done
+# The run's own options come in the start file.
+set -- $(cat "$start")
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift ;;
+    --out) out=$2; shift ;;
+  esac
+  shift
+done
 date +%s.%N > "$out/started"
 sleep "$seconds"
 date +%s.%N > "$out/ended"
@@ -141,9 +157,36 @@ def test_best_effort_jobs_start_from_the_registry_into_the_be_cgroup() -> None:
            '--stats-file "$R/compute"/progress.jsonl' in script
     assert "pimcloud-be membw" in script and "--mib 16" in script
     assert "/sys/fs/cgroup/pimcloud/be/cgroup.procs" in script
-    # In gem5 (fast-forward) the jobs start with the requests, after the switch.
-    gem5 = run_script(spec.runs()[0], "gem5")
+    # In gem5 the jobs start with the requests: in the run's own part after the restore
+    # of the app checkpoint, or after the switch when the run loads its own services.
+    part = run_part_script(spec.runs()[0])
+    assert part.index("mv /run/pimcloud/start-kvstore") < part.index("pimcloud-be compute")
+    loading = replace(spec, gem5=replace(spec.gem5, app_checkpoint=False))
+    gem5 = run_script(loading.runs()[0], "gem5")
     assert gem5.index("m5 switchcpu") < gem5.index("pimcloud-be compute")
     assert script.index("pimcloud-be compute") < script.index('mkdir -p "$R/kvstore"')
     with pytest.raises(SpecError, match="use compute, membw"):
         parse_spec(spec_with([], be=["stream"]))
+
+
+def test_control_loops_scale_together_or_one_by_one_and_reach_the_agent() -> None:
+    scaled = parse_spec(spec_with([], manager="pimcloud", control_scale=0.1)).runs()[0]
+    assert scaled.scenario.interval_s == pytest.approx(0.01)
+    config = agent_config(scaled)
+    assert config["interval_ms"] == pytest.approx(10)
+    assert config["profile_ms"] == pytest.approx(50)
+    assert config["slack"] == {"intervals": 5, "min_intervals": 3}
+    assert config["stability"] == {"cores_intervals": [2, 3], "pages_intervals": [3, 8]}
+    record = scaled.axes_record()["control"]
+    assert record["scale"] == 0.1 and record["interval_s"] == pytest.approx(0.01)
+    # Each value on its own; the paper's otherwise.
+    own = parse_spec(spec_with([], manager="pimcloud", interval="20ms", slack_intervals=7,
+                               wait_pages=[2, 4])).runs()[0]
+    config = agent_config(own)
+    assert config["interval_ms"] == pytest.approx(20) and config["profile_ms"] == 500
+    assert config["slack"]["intervals"] == 7
+    assert config["stability"]["pages_intervals"] == [2, 4]
+    with pytest.raises(SpecError, match="wait_cores"):
+        parse_spec(spec_with([], wait_cores=[3, 2]))
+    with pytest.raises(SpecError, match="min_intervals"):
+        parse_spec(spec_with([], slack_intervals=2, min_intervals=3))

@@ -71,7 +71,7 @@ SlurmdPort={_free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket={munge_socket}
+AuthInfo=socket={munge_socket},cred_expire=10
 CredType=cred/munge
 StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool
@@ -147,3 +147,41 @@ def test_campaign_runs_through_slurm_job_arrays(
     outputs = sorted((out / "slurm").glob("*_*.out"))
     assert len(outputs) == 4
     assert all("done" in p.read_text() for p in outputs)
+
+
+def test_a_preemptible_run_is_requeued_near_its_time_limit_and_resumes(
+        slurm: Path, fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The time-limit notice (the signal Slurm sends before the limit, sent here at once
+    with scancel) stops the worker and requeues the task; it resumes from its progress
+    checkpoint instead of starting over."""
+    monkeypatch.setenv("FAKE_GEM5_STEP_SLEEP", "1")  # ten host seconds per run
+    spec = write_spec(name="preempted", extra='[executor]\nkind = "slurm"\n'
+                      '[gem5]\nprogress_every = "1s"\n')
+    text = spec.read_text().replace('memory = "2GiB"', 'memory = "512MiB"')
+    spec.write_text(text.replace('load = [0.2, 0.5]', 'load = [0.2]').replace(
+        'manager = ["pimcloud", "default"]', 'manager = ["pimcloud"]'))
+    out = tmp_path / "campaign"
+    done = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "run", str(spec),
+                           "--out", str(out), "--plain", "--no-wait"], env=os.environ.copy(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    array = json.loads((out / "campaign.json").read_text())["slurm_jobs"][-1]
+    script = next((out / "slurm").glob("array-*.sh")).read_text()
+    assert "scontrol requeue" in script
+    progress = out / ".progress" / "load-0.2_manager-pimcloud"
+    _wait(lambda: any(progress.glob("ckpt-*")), 90, "a progress checkpoint", [])
+    subprocess.run([_tool("scancel"), "--signal=USR1", "--batch", array], check=True)
+
+    def finished() -> bool:
+        return (out / "runs" / "load-0.2_manager-pimcloud" / "run.json").exists()
+    # Slurm holds a requeued job for cred_expire (10 s here, AuthInfo) before it starts.
+    _wait(finished, 180, "the requeued run to finish",
+          [*sorted((out / "slurm").glob("*.out")), slurm / "log" / "slurmctld.log"])
+    record = json.loads((out / "runs" / "load-0.2_manager-pimcloud" / "run.json").read_text())
+    assert record["execution"]["resumed_from_tick"] > 0
+    stats = (out / "runs" / "load-0.2_manager-pimcloud" / "m5out" / "stats.txt").read_text()
+    steps = [line.split()[1] for line in stats.splitlines() if line.startswith("fake.step")]
+    assert steps == [str(step) for step in range(1, 11)]
+    logs = "".join(p.read_text() for p in (out / "slurm").glob("*_*.out"))
+    assert "time limit near: requeue" in logs

@@ -10,9 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -68,7 +71,7 @@ long long to_int(const std::string& flag, const std::string& value) {
 // number generated; `measured_ns` gets the span of the measured region's arrivals.
 template <typename Submit>
 std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
-                       std::uint64_t& measured_ns) {
+                       std::uint64_t& measured_ns, EarlyStop* early = nullptr) {
   ArrivalProcess arrivals(o.schedule, o.seed);
   Rng content(o.seed * 0x9E3779B97F4A7C15ULL + 1);  // request contents: own stream
   precise_sleeps();  // best effort: without it arrivals are late by the timer slack
@@ -85,6 +88,10 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
       if (o.requests == 0 &&
           static_cast<double>(scheduled - first_measured) >= o.seconds * 1e9) {
         break;
+      }
+      if (early && early->enabled()) {
+        if ((k & 15) == 0 && early->check(now_ns()) != EarlyVerdict::kUndecided) break;
+        early->arrival(scheduled);
       }
       last = scheduled;
     }
@@ -135,6 +142,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   std::vector<std::vector<RequestRecord>> kept(static_cast<std::size_t>(o.threads));
   Checker checker(o, service);
   RunResult result;
+  EarlyStop early(o.early_stop);
   result.generated = generate(
       service, o,
       [&](std::uint64_t id, std::uint64_t scheduled, Request&& request) {
@@ -143,12 +151,18 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
                                    Request&& req) {
                              if (static_cast<long long>(id) >= o.warmup) {
                                kept[static_cast<std::size_t>(w)].push_back(rec);
+                               early.answered(rec.sojourn_ns());
                              }
                              checker(id, req, resp);
                            }});
       },
-      result.measured_ns);
+      result.measured_ns, &early);
+  // A certain miss: the requests still waiting are late already; serving them would
+  // only cost (simulated) time.
+  const std::size_t discarded =
+      early.verdict() == EarlyVerdict::kMiss ? core.queue().discard() : 0;
   core.finish();
+  if (early.enabled()) result.early_stop = early.json(discarded);
   for (auto& k : kept) result.records.insert(result.records.end(), k.begin(), k.end());
   result.checked = checker.checked;
   result.failed = checker.failed;
@@ -324,6 +338,7 @@ std::string summary_json(const HarnessOptions& o, const RunResult& r) {
          ",\"queue_p99_ns\":" + std::to_string(quantile(queue, 0.99)) +
          ",\"m5ops\":" + (m5ops_available() ? "true" : "false") +
          ",\"profiles\":" + profiles +
+         (r.early_stop.empty() ? std::string() : ",\"early_stop\":" + r.early_stop) +
          ",\"service\":" + r.service_summary + "}\n";
 }
 
@@ -367,8 +382,14 @@ std::string usage(const std::string& app) {
   --log-answers     write the checked answers to answers.tsv in --out
   --gem5            bracket requests with m5 work_begin/work_end, dump stats each interval
   --gem5-work-type N  gem5 work item type of this service's requests (0; below 16)
+  --early-stop-qos-ms Q  end the measured region once p99 > Q ms is certain (integrated)
+  --early-stop-confidence C  one-sided confidence of that (0.99)
+  --early-stop-min-requests N  decided requests before any verdict (100)
+  --early-stop-meet  also end it once p99 <= Q ms is certain
   --ready-file F    create F once the service has loaded its data
-  --start-file F    then wait for F to exist before generating any load
+  --start-file F    then wait for F to exist before generating any load; F may hold
+                    the run's own options (load, lengths, seed, outputs, statistics,
+                    hooks), which then replace those given at launch
   --host H --port P TCP modes
   --data DIR        the data sets ($PIMCLOUD_WORKLOAD_DATA, else /opt/pimcloud/workload-data)
   --opt KEY=VALUE   a service option (repeatable)
@@ -427,6 +448,10 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
       o.gem5_work_type = type;
     }
     else if (flag == "--log-answers") o.log_answers = true;
+    else if (flag == "--early-stop-qos-ms") o.early_stop.qos_ns = to_double(flag, value()) * 1e6;
+    else if (flag == "--early-stop-confidence") o.early_stop.confidence = to_double(flag, value());
+    else if (flag == "--early-stop-min-requests") o.early_stop.min_requests = to_int(flag, value());
+    else if (flag == "--early-stop-meet") o.early_stop.stop_on_meet = true;
     else if (flag == "--host") o.host = value();
     else if (flag == "--port") o.port = static_cast<int>(to_int(flag, value()));
     else if (flag == "--data") o.service.data_dir = value();
@@ -448,11 +473,19 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     throw std::invalid_argument("--threads must be between 1 and 1024");
   }
   if (o.interval_ns < 1'000'000) throw std::invalid_argument("--interval-ms must be >= 1");
-  if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0) {
+  // With a start file the measured region may come in it (with_start_options checks).
+  if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0 && o.start_file.empty()) {
     throw std::invalid_argument("give the measured region: --seconds S or --requests N");
   }
   if (o.mode != "integrated" && o.mode != "tcp" && o.mode != "server" && o.mode != "client") {
     throw std::invalid_argument("--mode " + o.mode + ": use integrated, tcp, server or client");
+  }
+  if (o.early_stop.enabled() && o.mode != "integrated") {
+    throw std::invalid_argument("--early-stop-qos-ms works in --mode integrated only");
+  }
+  if (o.early_stop.enabled() &&
+      (o.early_stop.confidence <= 0.5 || o.early_stop.confidence >= 1)) {
+    throw std::invalid_argument("--early-stop-confidence must be between 0.5 and 1");
   }
   o.service.workers = o.threads;
   return o;
@@ -477,6 +510,55 @@ bool wait_for_start(const HarnessOptions& o) {
   return true;
 }
 
+bool is_run_option(const std::string& flag) {
+  static const std::set<std::string> run_options = {
+      "--rps", "--schedule", "--seconds", "--requests", "--warmup", "--seed", "--out",
+      "--stats-file", "--stats-socket", "--interval-ms", "--tids-file", "--control-socket",
+      "--control-file", "--check-every", "--log-answers", "--gem5", "--gem5-work-type",
+      "--early-stop-qos-ms", "--early-stop-confidence", "--early-stop-min-requests",
+      "--early-stop-meet"};
+  return run_options.count(flag) > 0;
+}
+
+HarnessOptions with_start_options(const std::string& app, const std::vector<std::string>& launch,
+                                  const std::string& start_text) {
+  std::vector<std::string> given;
+  std::istringstream words(start_text);
+  for (std::string word; words >> word;) given.push_back(word);
+  bool sets_load = false;
+  for (const auto& word : given) {
+    if (word.rfind("--", 0) != 0) continue;
+    if (!is_run_option(word)) {
+      throw std::invalid_argument(
+          "start file: " + word + " shapes the loaded service; give it when the service is "
+          "launched, not in the start file");
+    }
+    sets_load = sets_load || word == "--rps" || word == "--schedule";
+  }
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < launch.size(); ++i) {
+    if (sets_load && (launch[i] == "--rps" || launch[i] == "--schedule")) {
+      ++i;  // and its value
+      continue;
+    }
+    args.push_back(launch[i]);
+  }
+  args.insert(args.end(), given.begin(), given.end());
+  HarnessOptions o = parse_options(app, args);
+  if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0) {
+    throw std::invalid_argument("give the measured region: --seconds S or --requests N, "
+                                "at launch or in the start file");
+  }
+  return o;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 int harness_main(const std::string& app, ServiceFactory factory, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
@@ -498,6 +580,15 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
       std::cerr << "pimcloud-" << app << ": interrupted while waiting for "
                 << options.start_file << '\n';
       return 1;
+    }
+    if (!options.start_file.empty()) {
+      try {
+        options = with_start_options(app, args, read_text(options.start_file));
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "pimcloud-" << app << ": " << options.start_file << ": " << e.what()
+                  << '\n';
+        return 2;
+      }
     }
     if (options.mode == "server") {
       run_server(*service, options);

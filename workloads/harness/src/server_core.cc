@@ -49,6 +49,16 @@ bool WorkQueue::pop(Work& out) {
   return true;
 }
 
+std::size_t WorkQueue::discard() {
+  std::lock_guard lock(mutex_);
+  const auto before = items_.size();
+  // Profiling probes stay: the agent waits for their window.
+  items_.erase(std::remove_if(items_.begin(), items_.end(),
+                              [](const Work& w) { return !w.probe; }),
+               items_.end());
+  return before - items_.size();
+}
+
 void WorkQueue::close() {
   {
     std::lock_guard lock(mutex_);

@@ -48,6 +48,7 @@ class WorkQueue {
   void push(Work work);
   bool push_open(Work work);  // false (and dropped) once closed
   bool pop(Work& out);  // false once closed and empty
+  std::size_t discard();  // drops the waiting requests (an early stop); how many
   void close();
 
  private:

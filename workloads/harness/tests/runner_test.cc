@@ -216,3 +216,41 @@ TEST(Runner, WaitsForTheStartFileAfterSayingItIsReady) {
   EXPECT_EQ(pid, getpid());
   std::filesystem::remove_all(dir);
 }
+
+TEST(Runner, TheStartFileGivesTheRunsOwnOptions) {
+  const std::vector<std::string> launch = {"--threads", "3", "--start-file", "/run/go",
+                                           "--opt", "keys=100"};
+  // Launched without a measured region: the start file brings it, with the load.
+  const auto o = with_start_options(
+      "x", launch, "--rps 2500 --seconds 0.5\n--warmup 40 --seed 9 --out /results/x --gem5\n");
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.service.options.at("keys"), "100");
+  EXPECT_DOUBLE_EQ(o.schedule.rps_at(0), 2500);
+  EXPECT_DOUBLE_EQ(o.seconds, 0.5);
+  EXPECT_EQ(o.warmup, 40);
+  EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(o.out_dir, "/results/x");
+  EXPECT_TRUE(o.gem5);
+  // Its load replaces the launch's, whichever form either takes.
+  const auto replaced = with_start_options("x", {"--rps", "10", "--seconds", "1"},
+                                           "--schedule 0:100,0.5:200");
+  EXPECT_DOUBLE_EQ(replaced.schedule.rps_at(0.6), 200);
+  // An empty start file keeps the launch's options.
+  EXPECT_DOUBLE_EQ(with_start_options("x", {"--rps", "10", "--seconds", "1"}, "").seconds, 1);
+  EXPECT_TRUE(is_run_option("--rps"));
+  EXPECT_FALSE(is_run_option("--threads"));
+}
+
+TEST(Runner, TheStartFileCannotReshapeTheLoadedService) {
+  for (const char* bad : {"--threads 8", "--opt keys=5", "--data /d", "--mode tcp"}) {
+    try {
+      with_start_options("x", {"--seconds", "1", "--start-file", "/go"}, bad);
+      FAIL() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("launched"), std::string::npos) << e.what();
+    }
+  }
+  // No measured region at launch nor in the start file.
+  EXPECT_THROW(with_start_options("x", {"--start-file", "/go"}, "--rps 5"),
+               std::invalid_argument);
+}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pimcloud/harness/arrivals.h"
+#include "pimcloud/harness/early_stop.h"
 #include "pimcloud/harness/records.h"
 #include "pimcloud/harness/service.h"
 
@@ -30,12 +31,14 @@ struct HarnessOptions {
                               // requests for this app (profiling.h)
   std::string ready_file;     // created once the service has loaded its data...
   std::string start_file;     // ...then the harness waits for this file before any load
-                              // (a gem5 run switches to detailed cores in between)
+                              // (a gem5 run switches to detailed cores, or checkpoints,
+                              // in between); its text may carry the run's own options
   std::uint64_t interval_ns = 100'000'000;
   bool gem5 = false;          // m5 work_begin/work_end and dump_reset_stats
   std::uint64_t gem5_work_type = 0;  // gem5 work item type of this service's requests
   long long check_every = 0;  // check every Nth answer (0 = never)
   bool log_answers = false;   // keep checked answers (answers.tsv in out_dir)
+  EarlyStopRule early_stop;   // integrated mode: end the measured region once certain
   std::string host = "127.0.0.1";
   int port = 0;               // server: 0 = any free port (printed); client: required
   ServiceArgs service;
@@ -55,6 +58,7 @@ struct RunResult {
   std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
   std::vector<std::string> profiles;   // JSON object per answered profile request
   std::string service_summary = "{}";
+  std::string early_stop;              // summary.json's "early_stop" (empty: not asked)
 };
 
 // Runs one experiment. Integrated: generator and workers in this process. "tcp": the same
@@ -63,6 +67,17 @@ RunResult run(Service& service, const HarnessOptions& options);
 // Creates options.ready_file (with our pid) if set, then waits until options.start_file
 // exists (if set) or SIGINT/SIGTERM; returns false when interrupted.
 bool wait_for_start(const HarnessOptions& options);
+
+// Options that do not change the loaded service: a start file may give them, so that one
+// loaded service (a gem5 app checkpoint) serves runs with different loads, lengths, seeds.
+// Options that shape the service (--mode, --threads, --data, --opt, ...) are refused there.
+bool is_run_option(const std::string& flag);
+
+// The launch options with the start file's text (options separated by white space) over
+// them: its --rps or --schedule replaces the launch's load. Throws std::invalid_argument
+// naming a refused or bad option, or a measured region neither of them gives.
+HarnessOptions with_start_options(const std::string& app, const std::vector<std::string>& launch,
+                                  const std::string& start_text);
 
 // "server": serves one client's requests over TCP until it disconnects.
 void run_server(Service& service, const HarnessOptions& options);

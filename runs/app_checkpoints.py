@@ -1,0 +1,177 @@
+"""App checkpoints: under each boot checkpoint, one per app set, with its services loaded.
+
+A run's services (their programs, data, engine options, workers and static placement)
+are its *app set*.  The first run of a set restores the boot checkpoint on the atomic
+cores (pim_fs.py ``setup``), launches the services and waits until each has loaded, and
+the guest asks for a checkpoint there; every run of the set then restores that app
+checkpoint with the detailed cores and sends only its own part (load, manager, seed,
+lengths: runs/guest_scenario.py ``run_part_script``).
+
+``root/apps/<topology>-<apps>-<key>/`` holds ckpt/, m5out/, setup/ (the set-up scenario),
+setup.log and meta.json.  The key is a digest of the boot checkpoint's key and the bytes
+of the set-up scenario folder (its script and the programs shipped with it), so any
+change to what loads the services makes a new one; meta.json repeats both and a run
+checks them before it restores (``verify``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+from pimcloud.gem5_session import last_tick
+from pimcloud.supervise import supervise
+
+from .checkpoints import CheckpointKey, Checkpoints, log_tail, signal_name
+from .guest_scenario import write_setup
+from .spec import Run
+
+# Simulated seconds a set-up may take before it counts as hung (kvstore's fill of a
+# large table is the slowest: about a simulated second per 10^5 keys on the atomic cores).
+SETUP_LIMIT_S = 60.0
+LAST_USED = "last-used"  # touched by every run that restores the checkpoint
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over the relative names and bytes of every file under ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def app_set_name(run: Run) -> str:
+    return "+".join(app.name for app in run.apps)
+
+
+@dataclass(frozen=True)
+class AppCheckpoint:
+    folder: Path
+    meta: dict[str, Any]
+
+    @property
+    def ckpt(self) -> Path:
+        return self.folder / "ckpt"
+
+    @property
+    def simulated_seconds(self) -> float:
+        return float(self.meta["simulated_seconds"])
+
+
+class AppCheckpoints:
+    """The app checkpoints of one boot-checkpoint store (``Checkpoints``)."""
+
+    def __init__(self, boots: Checkpoints) -> None:
+        self.boots = boots
+        self.root = boots.root / "apps"
+
+    def ensure(self, run: Run, log: Any = print) -> AppCheckpoint:
+        """The app checkpoint of ``run``'s app set: found and verified, or made now (one
+        process at a time per set)."""
+        boot_key, boot_meta = self.boots.ensure(run.topology, log)
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".setup-"))
+        try:
+            write_setup(run, staging / "setup")
+            setup_sha = folder_digest(staging / "setup")
+            key = hashlib.sha256(f"{boot_key.key}:{setup_sha}".encode()).hexdigest()[:16]
+            folder = self.root / f"{boot_key.folder_name}-{app_set_name(run)}-{key}"
+            found = self._found(folder, boot_key, setup_sha)
+            if found:
+                return found
+            with (self.root / f".{folder.name}.lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                found = self._found(folder, boot_key, setup_sha)
+                if found:
+                    return found
+                log(f"app checkpoint: loading {app_set_name(run)} on the atomic cores to make "
+                    f"{folder} (once for every run of this app set)")
+                return self._make(run, staging, folder, boot_key, boot_meta, setup_sha, log)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _found(self, folder: Path, boot_key: CheckpointKey, setup_sha: str
+               ) -> AppCheckpoint | None:
+        try:
+            meta: dict[str, Any] = json.loads((folder / "meta.json").read_text())
+        except (OSError, ValueError):
+            return None
+        verify(folder, meta, boot_key.key, setup_sha)
+        (folder / LAST_USED).touch()
+        return AppCheckpoint(folder, meta)
+
+    def _make(self, run: Run, staging: Path, folder: Path, boot_key: CheckpointKey,
+              boot_meta: dict[str, Any], setup_sha: str, log: Any) -> AppCheckpoint:
+        from pimcloud.guest.scenario import load_scenario
+
+        from .speeds import record_speed
+
+        building = staging / "building"
+        building.mkdir()
+        shutil.move(str(staging / "setup"), building / "setup")
+        (building / "setup.tar").write_bytes(load_scenario(building / "setup").payload)
+        boot_s = float(boot_meta.get("simulated_seconds") or 0.0)
+        command = self.boots.inputs(run.topology).command(
+            building / "m5out", "setup",
+            "--checkpoint-dir", str(self.boots.folder(boot_key) / "ckpt"),
+            "--scenario", str(building / "setup.tar"), "--save-dir", str(building / "ckpt"),
+            "--max-seconds", f"{boot_s + SETUP_LIMIT_S:.6f}")
+        limits = run.spec.limits
+        done = supervise(command, log=building / "setup.log", host_time_s=limits.host_time_s,
+                         memory_bytes=limits.memory_bytes)
+        text = (building / "setup.log").read_text(errors="replace")
+        if done.returncode != 0 or not (building / "ckpt" / "m5.cpt").is_file():
+            why = done.stopped_for or (f"exit {done.returncode}" if (done.returncode or 0) >= 0
+                                       else signal_name(done.returncode or 0))
+            failed = self.root / f"failed-{folder.name}-{int(time.time())}"
+            building.rename(failed)
+            console = ""
+            for name in ("board.pc.com_1.device", "system.pc.com_1.device"):
+                if (failed / "m5out" / name).is_file():
+                    console = (failed / "m5out" / name).read_text(errors="replace")
+            said = [line for line in console.splitlines() if "pimcloud-run" in line]
+            raise RuntimeError(
+                f"app checkpoint of {app_set_name(run)} failed ({why}); log: "
+                f"{failed}/setup.log:\n{log_tail(failed / 'setup.log', 15)}"
+                + ("\nthe guest said:\n" + "\n".join(said[-10:]) if said else ""))
+        tick = last_tick(text) or 0
+        meta = {"topology": run.topology, "apps": [app.name for app in run.apps],
+                "threads": [app.threads or run.scenario.threads for app in run.apps],
+                "placement": run.scenario.placement, "key": folder.name.rsplit("-", 1)[-1],
+                "boot_key": boot_key.key, "setup_sha256": setup_sha, "tick": tick,
+                "simulated_seconds": tick / 1e12,
+                "setup_simulated_seconds": tick / 1e12 - boot_s,
+                "host_seconds": round(done.host_seconds, 1),
+                "peak_rss_bytes": done.peak_rss_bytes, "command": command,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        atomic_write_text(building / "meta.json", json.dumps(meta, indent=1) + "\n")
+        (building / LAST_USED).touch()
+        building.rename(folder)
+        record_speed("gem5", "setup", run.topology, meta["setup_simulated_seconds"],
+                     done.host_seconds)
+        log(f"app checkpoint: {folder} in {done.host_seconds:.0f} s host time "
+            f"({meta['setup_simulated_seconds']:.3f} s simulated set-up)")
+        return AppCheckpoint(folder, meta)
+
+
+def verify(folder: Path, meta: dict[str, Any], boot_key: str, setup_sha: str) -> None:
+    """An app checkpoint is only restored for the boot and set-up it was made from."""
+    problems = []
+    if meta.get("boot_key") != boot_key:
+        problems.append(f"made from boot checkpoint {meta.get('boot_key')}, not {boot_key}")
+    if meta.get("setup_sha256") != setup_sha:
+        problems.append("made from another set-up scenario")
+    if not (folder / "ckpt" / "m5.cpt").is_file():
+        problems.append("its ckpt/m5.cpt is missing")
+    if problems:
+        raise ValueError(f"app checkpoint {folder}: {'; '.join(problems)}; remove it "
+                         "(`pimcloud checkpoints prune --stale`) and run again")

@@ -1,0 +1,76 @@
+"""Progress checkpoints of a preemptible gem5 run, kept across its attempts.
+
+pim_fs.py (``--progress-dir``) saves ``ckpt-<tick>/`` every so many host seconds, and
+before it ``segments/<tick>/`` with the statistics and console the attempt wrote since
+its previous progress checkpoint.  An attempt of a run that was killed, preempted or cut
+off resumes from the latest checkpoint; when the run ends, its statistics and console are
+the segments in tick order followed by what the last attempt wrote, as one file each.
+
+What is identical to an uninterrupted run: the guest (memory, processes, clocks, the
+requests and their records) and every statistic's total.  What is not: caches, branch
+predictors and pipelines restart cold at each resume (gem5 writes back and drains them),
+and the statistics interval around a checkpoint is split between two dumps.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+STITCHED = ("stats.txt", "board.pc.com_1.device")
+
+
+class RunProgress:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def latest(self) -> tuple[Path, int] | None:
+        """The newest complete progress checkpoint and its tick."""
+        found = []
+        for path in self.folder.glob("ckpt-*"):
+            tick = path.name.removeprefix("ckpt-")
+            if tick.isdigit() and (path / "m5.cpt").is_file():
+                found.append((int(tick), path))
+        if not found:
+            return None
+        tick, path = max(found)
+        return path, tick
+
+    def drop_orphans(self) -> None:
+        """Remove segments past the latest checkpoint: an attempt killed between writing
+        its segment and its checkpoint left them, and the resumed run does that part again."""
+        latest = self.latest()
+        for path in self.folder.glob("segments/*"):
+            if not path.name.isdigit() or latest is None or int(path.name) > latest[1]:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def segments(self, up_to_tick: int) -> list[dict[str, Any]]:
+        """The saved segments that end at or before ``up_to_tick``, in tick order (those
+        after it were written by the attempt being stitched, whose files hold them)."""
+        kept = []
+        for path in self.folder.glob("segments/*"):
+            if not path.name.isdigit() or int(path.name) > up_to_tick:
+                continue
+            try:
+                info = json.loads((path / "segment.json").read_text())
+            except (OSError, ValueError):
+                continue
+            kept.append({**info, "path": path})
+        return sorted(kept, key=lambda info: info["to_tick"])
+
+    def stitch(self, m5out: Path, up_to_tick: int) -> list[dict[str, Any]]:
+        """Put the segments before what the last attempt wrote into ``m5out`` (stats.txt,
+        console): the run's files as one. Returns the segments used."""
+        used = self.segments(up_to_tick)
+        if not used:
+            return []
+        for name in STITCHED:
+            parts = [info["path"] / name for info in used] + [m5out / name]
+            data = b"".join(path.read_bytes() for path in parts if path.is_file())
+            (m5out / name).write_bytes(data)
+        return [{k: v for k, v in info.items() if k != "path"} for info in used]
+
+    def clear(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,83 @@
+"""Preemptible gem5 runs against the fake gem5: a run killed at random points resumes from
+its latest progress checkpoint, and its statistics, console and results are those of the
+same run uninterrupted (nothing lost, nothing counted twice).
+
+The real thing: runs/tests/test_campaign_real.py restores real gem5 progress checkpoints
+when $GEM5 is set; the closing figures come from a real run killed twice."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pimcloud.runs.campaign import prepare_campaign
+from pimcloud.runs.cli import execute
+from pimcloud.runs.progress import RunProgress
+
+PREEMPTIBLE = "[gem5]\nprogress_every = \"0.001s\"\n"  # a progress checkpoint each step
+RUN = "load-0.2_manager-pimcloud"
+
+
+def _run_files(campaign_dir: Path) -> tuple[list[str], list[str], bytes, str]:
+    folder = campaign_dir / "runs" / RUN
+    stats = (folder / "m5out" / "stats.txt").read_text()
+    steps = [line.split()[1] for line in stats.splitlines() if line.startswith("fake.step")]
+    console = [line for line in (folder / "m5out" / "board.pc.com_1.device").read_text()
+               .splitlines() if "fake step" in line]
+    return steps, console, (folder / "results" / "kvstore" / "lats.bin").read_bytes(), \
+        (folder / "results" / "steps.txt").read_text()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None],
+        gem5_calls: Callable[[str], list[list[str]]], seed: int) -> None:
+    whole = prepare_campaign(write_spec("whole", extra=PREEMPTIBLE), tmp_path / "whole")
+    assert execute(whole, "local", jobs=1, live=False) == 0
+    expected = _run_files(tmp_path / "whole")
+    assert expected[0] == [str(step) for step in range(1, 11)]
+
+    for counter in fake_gem5.glob("attempts-*"):  # the fake counts attempts per run id
+        counter.unlink()
+    kills = sorted(random.Random(seed).sample(range(2, 11), 2))
+    set_plan({RUN: [f"die@{kills[0]}", f"die@{kills[1]}", "ok"]})
+    cut = prepare_campaign(write_spec("cut", retries=3, extra=PREEMPTIBLE), tmp_path / "cut")
+    assert execute(cut, "local", jobs=1, live=False) == 0
+    assert _run_files(tmp_path / "cut") == expected
+    record = json.loads((tmp_path / "cut" / "runs" / RUN / "run.json").read_text())
+    execution = record["execution"]
+    assert execution["failed_attempts"] == ["crash: SIGKILL", "crash: SIGKILL"]
+    # The last attempt resumed at the checkpoint before the second kill.
+    assert execution["resumed_from_tick"] == execution["segments"][-1]["to_tick"]
+    restores = [argv for argv in gem5_calls("restore") if "cut" in " ".join(argv)
+                and RUN in " ".join(argv)]
+    assert ["--resume" in argv for argv in restores] == [False, True, True]
+    assert not (tmp_path / "cut" / ".progress" / RUN).exists()  # spent once the run is whole
+
+
+def test_segments_an_attempt_wrote_after_its_last_checkpoint_are_dropped(tmp_path: Path
+                                                                         ) -> None:
+    progress = RunProgress(tmp_path)
+    for tick, has_checkpoint in ((100, True), (200, False)):
+        segment = tmp_path / "segments" / str(tick)
+        segment.mkdir(parents=True)
+        (segment / "segment.json").write_text(json.dumps(
+            {"from_tick": tick - 100, "to_tick": tick, "host_seconds": 1.0}))
+        (segment / "stats.txt").write_text(f"dump to {tick}\n")
+        if has_checkpoint:
+            (tmp_path / f"ckpt-{tick}").mkdir()
+            (tmp_path / f"ckpt-{tick}" / "m5.cpt").write_text("[root]\n")
+    progress.drop_orphans()
+    latest = progress.latest()
+    assert latest is not None and latest[1] == 100
+    m5out = tmp_path / "m5out"
+    m5out.mkdir()
+    (m5out / "stats.txt").write_text("dump after 100\n")
+    used = progress.stitch(m5out, latest[1])
+    assert [info["to_tick"] for info in used] == [100]
+    assert (m5out / "stats.txt").read_text() == "dump to 100\ndump after 100\n"
+    assert not (tmp_path / "segments" / "200").exists()

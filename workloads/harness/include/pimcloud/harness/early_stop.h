@@ -1,0 +1,59 @@
+// Early stop of a load point: the measured region ends as soon as it is certain that the
+// p99 sojourn time misses the QoS target (or, when asked, that it meets it).
+//
+// The rule: a request is *late* when its sojourn time exceeds the QoS target. Late are the
+// answered requests that took longer, and the requests still waiting whose scheduled
+// arrival is more than the target ago (counted as a lower bound: overdue arrivals minus
+// all answers). Out of n decided requests k are late; the p99 misses the target for
+// certain when the one-sided Wilson lower bound of k/n at the given confidence is above
+// 1 %, and meets it when the upper bound is below 1 %, once n >= min_requests. The bound
+// treats requests as independent, which queued requests are not: use a high confidence.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pimcloud::harness {
+
+struct EarlyStopRule {
+  double qos_ns = 0;           // 0: no early stop
+  double confidence = 0.99;    // one-sided
+  long long min_requests = 100;
+  bool stop_on_meet = false;   // also stop when meeting QoS is certain
+  double quantile = 0.99;
+  bool enabled() const { return qos_ns > 0; }
+};
+
+enum class EarlyVerdict { kUndecided, kMiss, kMeet };
+
+// The Wilson score bounds of a binomial proportion k/n, one-sided at `confidence`.
+double wilson_lower(std::uint64_t k, std::uint64_t n, double confidence);
+double wilson_upper(std::uint64_t k, std::uint64_t n, double confidence);
+
+class EarlyStop {
+ public:
+  explicit EarlyStop(EarlyStopRule rule);
+  bool enabled() const { return rule_.enabled(); }
+  // The generator thread: a measured request was scheduled at `scheduled_ns`.
+  void arrival(std::uint64_t scheduled_ns);
+  // Any worker: a measured request was answered after `sojourn_ns`.
+  void answered(std::uint64_t sojourn_ns);
+  // The generator thread: the verdict from what is certain at `now_ns` (sticky once given).
+  EarlyVerdict check(std::uint64_t now_ns);
+  EarlyVerdict verdict() const { return verdict_; }
+  // {"verdict":..,"decided":n,"late":k,"bound":..,"confidence":..,"discarded":..}
+  std::string json(std::uint64_t discarded) const;
+
+ private:
+  EarlyStopRule rule_;
+  std::vector<std::uint64_t> scheduled_;
+  std::size_t overdue_ = 0;
+  std::atomic<std::uint64_t> answered_{0}, late_{0};
+  EarlyVerdict verdict_ = EarlyVerdict::kUndecided;
+  std::uint64_t decided_ = 0, late_at_verdict_ = 0;
+  double bound_ = 0;
+};
+
+}  // namespace pimcloud::harness
