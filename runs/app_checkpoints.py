@@ -81,7 +81,9 @@ class AppCheckpoints:
         self.root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".setup-"))
         try:
-            write_setup(run, staging / "setup")
+            # The image's programs (/opt/pimcloud/bin, in the boot checkpoint's key):
+            # shipping them through m5 readfile costs simulated time for nothing.
+            write_setup(run, staging / "setup", ship_programs=False)
             setup_sha = folder_digest(staging / "setup")
             key = hashlib.sha256(f"{boot_key.key}:{setup_sha}".encode()).hexdigest()[:16]
             folder = self.root / f"{boot_key.folder_name}-{app_set_name(run)}-{key}"

@@ -84,7 +84,10 @@ class Gem5Backend:
             start_s = meta.get("simulated_seconds") or 0.0
             fast_forward = spec.gem5.fast_forward
             used = {"checkpoint": key.folder_name}
-        write_scenario(run, staging / "scenario", "gem5")
+        # A run part is read (m5 readfile) and unpacked on the detailed cores: it ships no
+        # programs (the agent alone is 20 MB), the image's /opt/pimcloud/bin has them.
+        write_scenario(run, staging / "scenario", "gem5",
+                       ship_programs=not app_checkpointed(run, self.name))
         (staging / "scenario.tar").write_bytes(load_scenario(staging / "scenario").payload)
         budget = (STARTUP_ALLOWANCE_S + spec.length.warmup_s + spec.length.measured_s) * (
             1 + spec.gem5.limit_margin)

@@ -113,16 +113,18 @@ def input_digests_of(inputs: dict[str, str | None], cache: Path) -> dict[str, st
     return digests
 
 
-def choose_backend(choice: str, log: Log) -> tuple[str, Path | None, str | None]:
-    """(backend, gem5 path, gem5 version): ``auto`` takes gem5 when $GEM5 is usable."""
+def choose_backend(choice: str, log: Log, binary: str | None = None
+                   ) -> tuple[str, Path | None, str | None]:
+    """(backend, gem5 path, gem5 version): ``auto`` takes gem5 when $GEM5 (or the spec's
+    ``gem5.binary``) is usable."""
     from pimcloud.gem5_runner import Gem5Missing, require_usable_gem5
 
     if choice == "qemu":
         return "qemu", None, None
-    if choice == "auto" and not os.environ.get("GEM5"):
+    if choice == "auto" and not (binary or os.environ.get("GEM5")):
         return "qemu", None, None
     try:
-        info = require_usable_gem5()
+        info = require_usable_gem5(binary)
     except Gem5Missing as error:
         if choice == "gem5":
             raise CampaignError(f"backend gem5: {error}") from None
@@ -174,7 +176,7 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         campaign = Campaign(folder, spec, record)
         campaign.check_inputs()
         return campaign
-    chosen, gem5, version = choose_backend(backend or spec.backend, log)
+    chosen, gem5, version = choose_backend(backend or spec.backend, log, spec.gem5.binary)
     if chosen == "gem5":
         for app in sorted({app for run in spec.runs() for app in run.scenario.apps}):
             caveat = gem5_caveat(app)

@@ -7,7 +7,9 @@
     agent.json      the agent's config (guest/pimcloud-agent/config): policy, placement, apps
     bin/, lib/      our programs from the host's CMake build and the shared libraries they
                     need beyond the C/C++ runtime, for images that lack them; the guest
-                    prefers /opt/pimcloud/bin (the image's own copies)
+                    prefers /opt/pimcloud/bin (the image's own copies). gem5 runs with app
+                    checkpoints ship none: the project image has them, and m5 readfile of
+                    20 MB would cost simulated (detailed-core) time
 
 Results the guest leaves in /results, as analysis reads them (analysis/README.md):
 ``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<job>/progress.jsonl``

@@ -1,14 +1,16 @@
 """``campaign plan``: the runs a spec makes and the host time they should take.
 
 Estimates come from the speed tables (pimcloud.runs.speeds): per run
-``overhead + host_per_sim x (warm-up + measured)``, plus one checkpoint boot per
-topology (gem5), spread over the parallel jobs.
+``overhead + host_per_sim(busy cores) x (warm-up + measured)``, plus, in gem5, one
+checkpoint boot per topology and one app checkpoint per app set that the store does not
+hold yet, spread over the parallel jobs (boots, then set-ups, then runs).  A run that
+stops early (``[early_stop]``) costs less than planned: the plan assumes none does.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .spec import CampaignSpec, Run
@@ -16,6 +18,27 @@ from .speeds import Speed, speed_of
 from .status import format_seconds
 
 BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
+# An app set's set-up on the atomic cores, simulated seconds (measured 0.342 for the
+# quickstart's kvstore with 20000 keys + imgdnn).
+SETUP_SIMULATED_S = 0.35
+
+
+def busy_cores(run: Run) -> int:
+    """Cores a run keeps busy at most: its services' workers, plus every other core when
+    best-effort jobs run (they take what the services leave)."""
+    from pimcloud.topology import load_topology
+
+    workers = sum(app.threads or run.scenario.threads for app in run.apps)
+    if run.scenario.be:
+        return sum(cluster.cores for cluster in load_topology(run.topology).clusters)
+    return workers
+
+
+def app_set_of(run: Run) -> str:
+    """What an app checkpoint is made for (the same grouping as the store's key)."""
+    from .guest_scenario import setup_script
+
+    return f"{Path(run.topology).stem}:{setup_script(run)}"
 
 
 @dataclass(frozen=True)
@@ -27,32 +50,56 @@ class Plan:
     boots: dict[str, float]  # topology -> estimated host seconds (gem5, to be made)
     speeds: dict[str, Speed]  # what the estimates come from
     jobs: int
+    setups: dict[str, tuple[str, int, float]] = field(default_factory=dict)
+    # app set -> (its apps, runs using it, estimated host seconds) (gem5, to be made)
 
     @property
     def total_s(self) -> float:
-        return sum(self.per_run.values()) + sum(self.boots.values())
+        return (sum(self.per_run.values()) + sum(self.boots.values())
+                + sum(seconds for _, _, seconds in self.setups.values()))
+
+    def _lanes(self, durations: list[float]) -> float:
+        lanes = [0.0] * max(1, self.jobs)
+        for seconds in sorted(durations, reverse=True):  # longest first, least loaded lane
+            lanes[lanes.index(min(lanes))] += seconds
+        return max(lanes)
 
     @property
     def wall_s(self) -> float:
-        """Boots first (in parallel), then the runs ``jobs`` at a time."""
-        boots = max(self.boots.values(), default=0.0)
-        runs = sorted(self.per_run.values(), reverse=True)
-        lanes = [0.0] * max(1, self.jobs)
-        for seconds in runs:  # longest first onto the least loaded lane
-            lanes[lanes.index(min(lanes))] += seconds
-        return boots + max(lanes)
+        """Boots first (in parallel), then the app sets' set-ups, then the runs, ``jobs``
+        at a time."""
+        return (max(self.boots.values(), default=0.0)
+                + self._lanes([seconds for _, _, seconds in self.setups.values()])
+                + self._lanes(list(self.per_run.values())))
 
 
 def make_plan(spec: CampaignSpec, backend: str, jobs: int,
-              have_checkpoint: set[str] | None = None) -> Plan:
+              have_checkpoint: set[str] | None = None,
+              have_app_sets: set[str] | None = None) -> Plan:
+    """``have_checkpoint``: topologies whose boot checkpoint the store holds;
+    ``have_app_sets``: app sets (``app_set_of``) whose app checkpoint it holds."""
+    from .guest_scenario import app_checkpointed
+
     runs = spec.runs()
     length = spec.length.warmup_s + spec.length.measured_s
     per_run: dict[str, float] = {}
     speeds: dict[str, Speed] = {}
+    setups: dict[str, tuple[str, int, float]] = {}
     for run in runs:
-        speed = speed_of(backend, "run", run.topology)
-        speeds[f"{backend}/run/{Path(run.topology).stem}"] = speed
-        per_run[run.run_id] = speed.host_seconds(length)
+        phase = "restore" if app_checkpointed(run, backend) else "run"
+        speed = speed_of(backend, phase, run.topology)
+        speeds[f"{backend}/{phase}/{Path(run.topology).stem}"] = speed
+        per_run[run.run_id] = speed.host_seconds(length, busy_cores(run))
+        if phase == "restore":
+            key = app_set_of(run)
+            if have_app_sets and key in have_app_sets:
+                continue
+            apps, count, seconds = setups.get(key, ("+".join(run.scenario.apps), 0, 0.0))
+            if not seconds:
+                setup = speed_of("gem5", "setup", run.topology)
+                speeds[f"gem5/setup/{Path(run.topology).stem}"] = setup
+                seconds = setup.host_seconds(SETUP_SIMULATED_S)
+            setups[key] = (apps, count + 1, seconds)
     boots: dict[str, float] = {}
     if backend == "gem5":
         for topology in sorted({run.topology for run in runs}):
@@ -61,7 +108,7 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             speed = speed_of("gem5", "boot", topology)
             speeds[f"gem5/boot/{Path(topology).stem}"] = speed
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
-    return Plan(spec, backend, runs, per_run, boots, speeds, jobs)
+    return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups)
 
 
 def _loads(run: Run) -> str:
@@ -90,6 +137,9 @@ def format_plan(plan: Plan) -> str:
     for topology, seconds in plan.boots.items():
         lines.append(f"checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)} "
                      "(once, shared by every run)")
+    for key, (apps, count, seconds) in plan.setups.items():
+        lines.append(f"app checkpoint of {apps} on {key.split(':')[0]}: "
+                     f"{format_seconds(seconds)} (once, shared by its {count} run(s))")
     lines.append(f"total host time {format_seconds(plan.total_s)}; with {plan.jobs} "
                  f"parallel job(s) about {format_seconds(plan.wall_s)} of wall time")
     lines.append(f"limits per run: {format_seconds(spec.limits.host_time_s)} host time, "
@@ -97,7 +147,9 @@ def format_plan(plan: Plan) -> str:
                  "retries")
     lines.append("speeds used (host s = overhead + factor x simulated s):")
     for key, speed in plan.speeds.items():
-        lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x  "
+        busy = (f" ({speed.per_busy_core:+.4g} x per busy core from "
+                f"{speed.busy_reference:g})" if speed.per_busy_core else "")
+        lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
                      f"[{speed.source}]")
     return "\n".join(lines)
 

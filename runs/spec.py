@@ -78,6 +78,18 @@ class SpecError(InputError):
     """An invalid campaign spec: names the file, the dotted field, the value and the fix."""
 
 
+def _binary(table: CheckedTable, base_dir: Path | None) -> str | None:
+    """``gem5.binary``: a path, relative to the spec's folder."""
+    raw = table.raw("binary")
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise table.error("binary", raw, "give the path of a gem5 binary, e.g. "
+                          '"/opt/gem5/build/X86/gem5.fast"')
+    path = Path(raw).expanduser()
+    return str(path if path.is_absolute() or base_dir is None else base_dir / path)
+
+
 def _host_seconds(table: CheckedTable, key: str) -> float | None:
     """An optional host-time length ("30min", "2h") of ``table``."""
     raw = table.raw(key)
@@ -190,6 +202,8 @@ class Gem5Options:
     # Preemptible runs: a progress checkpoint every so many host seconds (None: none); a
     # run that is killed, preempted or timed out resumes from its latest (runs/progress.py).
     progress_every_s: float | None = None
+    # The campaign's own gem5 (e.g. a gem5.fast of the same version); default $GEM5.
+    binary: str | None = None
     limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
     extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
 
@@ -480,6 +494,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         fast_forward=_boolean(g, "fast_forward", True),
         app_checkpoint=_boolean(g, "app_checkpoint", True),
         progress_every_s=_host_seconds(g, "progress_every"),
+        binary=_binary(g, base),
         limit_margin=g.number("limit_margin", 1.0) or 0.0,
         extra_args=g.strings("extra_args"))
     g.finish()

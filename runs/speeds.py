@@ -7,7 +7,13 @@ A run costs ``overhead_s + host_per_sim * simulated seconds`` of host time.  Two
   every finished run (the last ``KEEP`` samples per key; a line fitted through them).
 
 Measured figures win.  Keys are ``backend/phase/topology`` with phase ``boot`` (to the
-checkpoint) or ``run`` (restore + scenario); ``backend/phase/*`` is the fallback.
+checkpoint), ``setup`` (gem5: an app set's services loaded, to its app checkpoint),
+``restore`` (gem5: an app checkpoint restored, the run's own part on the detailed cores)
+or ``run`` (a whole run: restore, set-up, scenario); ``backend/phase/*`` is the fallback.
+
+A detailed run's speed depends on how many cores are busy (an idle gem5 core costs little),
+so samples carry the run's busy cores when known, and with three or more samples over
+different counts the fit is ``overhead + simulated x (a + b x busy)``.
 """
 
 from __future__ import annotations
@@ -37,9 +43,15 @@ class Speed:
     overhead_s: float
     host_per_sim: float
     source: str  # "measured (N runs)" or the defaults file's note
+    per_busy_core: float = 0.0  # host_per_sim grows by this per busy core (fitted)
+    busy_reference: float = 0.0  # the busy cores host_per_sim is given at
 
-    def host_seconds(self, simulated_s: float) -> float:
-        return self.overhead_s + self.host_per_sim * simulated_s
+    def host_seconds(self, simulated_s: float, busy: float | None = None) -> float:
+        factor = self.host_per_sim
+        if busy is not None and self.per_busy_core:
+            factor = max(factor + self.per_busy_core * (busy - self.busy_reference),
+                         0.1 * self.host_per_sim)
+        return self.overhead_s + factor * simulated_s
 
 
 def _defaults() -> dict[str, dict[str, object]]:
@@ -78,6 +90,27 @@ def fit(samples: list[list[float]], default_overhead: float) -> tuple[float, flo
     return overhead, (mean_y - overhead) / mean_x if mean_x > 0 else 0.0
 
 
+def fit_busy(samples: list[list[float]]) -> tuple[float, float, float, float] | None:
+    """(overhead, host per simulated s at the mean busy count, per busy core, that mean)
+    from samples (simulated, host, busy) over at least two busy counts; None when the data
+    cannot say (fewer than three samples, one busy count, or a fit below zero)."""
+    import numpy as np
+
+    rows = [s for s in samples if len(s) >= 3]
+    if len(rows) < 3 or len({s[2] for s in rows}) < 2:
+        return None
+    sim = np.array([s[0] for s in rows])
+    host = np.array([s[1] for s in rows])
+    busy = np.array([s[2] for s in rows])
+    design = np.column_stack([np.ones_like(sim), sim, sim * busy])
+    (overhead, base, per_core), *_ = np.linalg.lstsq(design, host, rcond=None)
+    mean_busy = float(busy.mean())
+    at_mean = base + per_core * mean_busy
+    if overhead < 0 or at_mean <= 0:
+        return None
+    return float(overhead), float(at_mean), float(per_core), mean_busy
+
+
 def speed_of(backend: str, phase: str, topology: str) -> Speed:
     name = Path(topology).stem
     defaults = _defaults()
@@ -87,14 +120,18 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
     base_overhead = float(default.get("overhead_s", 0.0))  # type: ignore[arg-type]
     samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
-        overhead, slope = fit(samples, base_overhead)
+        busy = fit_busy(samples)
+        if busy is not None:
+            return Speed(busy[0], busy[1], f"measured ({len(samples)} runs, by busy cores)",
+                         busy[2], busy[3])
+        overhead, slope = fit([s[:2] for s in samples], base_overhead)
         return Speed(overhead, slope, f"measured ({len(samples)} runs)")
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
                  str(default.get("note", "default")))
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
-                 host_s: float) -> None:
+                 host_s: float, busy: float | None = None) -> None:
     """Add one finished run's figures (under a lock: many workers finish at once)."""
     if simulated_s <= 0 or host_s <= 0:
         return
@@ -105,6 +142,7 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
         data = _measured()
         key = f"{backend}/{phase}/{Path(topology).stem}"
         samples = data.setdefault(key, [])
-        samples.append([round(simulated_s, 6), round(host_s, 3)])
+        samples.append([round(simulated_s, 6), round(host_s, 3)]
+                       + ([round(busy, 2)] if busy is not None else []))
         data[key] = samples[-KEEP:]
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -31,6 +31,7 @@ from pimcloud.atomic import atomic_write_text
 from .backends import Outcome
 from .campaign import Campaign, open_campaign
 from .layout import FAILURE_RECORD, RUN_RECORD
+from .plan import busy_cores
 from .spec import Run
 from .speeds import record_speed
 
@@ -96,8 +97,9 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                 atomic_write_text(staging / RUN_RECORD, json.dumps(run_record, indent=1) + "\n")
                 folder.publish(staging, run.run_id)
                 if outcome.simulated_seconds:
-                    record_speed(backend.name, "run", run.topology, outcome.simulated_seconds,
-                                 outcome.host_seconds)
+                    phase = "restore" if outcome.extra.get("app_checkpoint") else "run"
+                    record_speed(backend.name, phase, run.topology, outcome.simulated_seconds,
+                                 outcome.host_seconds, busy_cores(run))
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

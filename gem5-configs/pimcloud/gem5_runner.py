@@ -30,9 +30,10 @@ class Gem5Info:
     missing: list[str]
 
 
-def gem5_binary() -> Path:
-    """$GEM5, checked to be an executable file."""
-    configured = os.environ.get("GEM5")
+def gem5_binary(named: str | os.PathLike[str] | None = None) -> Path:
+    """``named`` (a campaign's own gem5, e.g. a gem5.fast), else $GEM5, checked to be an
+    executable file."""
+    configured = str(named) if named else os.environ.get("GEM5")
     if not configured:
         raise Gem5Missing("GEM5 is not set: point it at a gem5.opt (v24.0.0.1, X86) built with "
                           f"EXTRAS={GEM5_CONFIGS.parent / 'scons-extra'}")
@@ -42,9 +43,10 @@ def gem5_binary() -> Path:
     return path
 
 
-def inspect_gem5(timeout: float = 300) -> Gem5Info:
+def inspect_gem5(timeout: float = 300, named: str | os.PathLike[str] | None = None
+                 ) -> Gem5Info:
     """Ask gem5 itself for its version, ISAs and which SimObjects it holds."""
-    binary = gem5_binary()
+    binary = gem5_binary(named)
     done = subprocess.run([str(binary), "--quiet", str(GEM5_CONFIGS / "check_gem5.py")],
                           capture_output=True, text=True, timeout=timeout, check=False)
     for line in done.stdout.splitlines():
@@ -56,9 +58,9 @@ def inspect_gem5(timeout: float = 300) -> Gem5Info:
                       f"{(done.stdout + done.stderr)[-2000:]}")
 
 
-def require_usable_gem5() -> Gem5Info:
+def require_usable_gem5(named: str | os.PathLike[str] | None = None) -> Gem5Info:
     """gem5 with X86 and our SimObjects, or Gem5Missing naming exactly what is missing."""
-    info = inspect_gem5()
+    info = inspect_gem5(named=named)
     problems = []
     if not info.version.startswith(REQUIRED_VERSION):
         problems.append(f"version {info.version} (the bundle is written for v24.0.0.1)")

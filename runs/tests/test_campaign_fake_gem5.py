@@ -58,9 +58,11 @@ def test_campaign_completes_from_one_checkpoint(
     other = prepare_campaign(write_spec(name="again"), tmp_path / "out2")
     assert execute(other, "local", jobs=2, live=False) == 0
     assert len(gem5_calls("boot")) == 1
-    # The measured speed replaces the default estimate.
+    assert len(gem5_calls("setup")) == 1  # and the app checkpoint of its app set
+    # The measured speeds replace the default estimates: restores with the busy cores.
     speeds = json.loads(Path(os.environ["PIMCLOUD_SPEEDS"]).read_text())
-    assert len(speeds["gem5/run/paper"]) == 8
+    assert len(speeds["gem5/restore/paper"]) == 8 and len(speeds["gem5/setup/paper"]) == 1
+    assert all(sample[2] == 4 for sample in speeds["gem5/restore/paper"])  # kvstore's workers
 
 
 def test_crash_is_retried_and_kept(fake_gem5: Path, write_spec: Callable[..., Path],

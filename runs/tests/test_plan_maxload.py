@@ -28,15 +28,17 @@ def test_plan_lists_runs_and_estimates(write_spec: Callable[..., Path],
     for run_id in ("load-0.2_manager-pimcloud", "load-0.5_manager-default"):
         assert run_id in out
     assert "kvstore 200" in out and "kvstore 500" in out
-    default = speed_of("gem5", "run", "paper")
+    # gem5 runs restore an app checkpoint (made once for the app set) by default.
+    default = speed_of("gem5", "restore", "paper")
     per_run = default.host_seconds(0.11)
     assert f"{default.host_per_sim:g} x" in out and "checkpoint boot of paper" in out
+    assert "app checkpoint of kvstore on paper" in out and "its 4 run(s)" in out
     assert "with 2 parallel job(s)" in out
     assert round(per_run) > 0
     # A measured speed replaces the default, and plan says so.
-    record_speed("gem5", "run", "paper", 0.1, 1000.0)
-    record_speed("gem5", "run", "paper", 0.2, 1900.0)
-    measured = speed_of("gem5", "run", "paper")
+    record_speed("gem5", "restore", "paper", 0.1, 1000.0)
+    record_speed("gem5", "restore", "paper", 0.2, 1900.0)
+    measured = speed_of("gem5", "restore", "paper")
     assert measured.source == "measured (2 runs)"
     assert measured.host_per_sim == pytest.approx(9000) and measured.overhead_s == \
         pytest.approx(100)
@@ -106,3 +108,16 @@ def test_max_load_with_early_stop_finds_the_same_knee(
         assert bool(stopped) == early
         assert any("stopped early after" in line for line in said) == early
     assert found[True].max_load_rps == found[False].max_load_rps
+
+
+def test_speed_by_busy_cores_is_fitted_once_the_samples_differ(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    # host = 60 + simulated x (1000 + 500 x busy)
+    for simulated, busy in ((0.1, 2), (0.2, 8), (0.1, 20), (0.3, 4)):
+        record_speed("gem5", "restore", "paper", simulated, 60 + simulated * (1000 + 500 * busy),
+                     busy)
+    speed = speed_of("gem5", "restore", "paper")
+    assert "by busy cores" in speed.source
+    assert speed.overhead_s == pytest.approx(60, abs=1e-6)
+    assert speed.host_seconds(0.2, 10) == pytest.approx(60 + 0.2 * 6000)
