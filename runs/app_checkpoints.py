@@ -30,14 +30,13 @@ from pimcloud.atomic import atomic_write_text
 from pimcloud.gem5_session import last_tick
 from pimcloud.supervise import supervise
 
-from .checkpoints import CheckpointKey, Checkpoints, log_tail, signal_name
+from .checkpoints import LAST_USED, CheckpointKey, Checkpoints, log_tail, signal_name
 from .guest_scenario import write_setup
 from .spec import Run
 
 # Simulated seconds a set-up may take before it counts as hung (kvstore's fill of a
 # large table is the slowest: about a simulated second per 10^5 keys on the atomic cores).
 SETUP_LIMIT_S = 60.0
-LAST_USED = "last-used"  # touched by every run that restores the checkpoint
 
 
 def folder_digest(folder: Path) -> str:

@@ -28,6 +28,7 @@ from pimcloud.topology import load_topology
 
 from .spec import CampaignSpec
 
+LAST_USED = "last-used"  # touched by every run that restores a checkpoint (pruning)
 
 def signal_name(returncode: int) -> str:
     try:
@@ -153,6 +154,7 @@ class Checkpoints:
         key = self.key(topology)
         meta = self.meta(key)
         if meta is not None:
+            (self.folder(key) / LAST_USED).touch()
             return key, meta
         with (self.root / f".{key.folder_name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)

@@ -69,7 +69,8 @@ class ControlLoops:
                           "min_intervals": self.min_intervals},
                 "stability": {"cores_intervals": list(self.wait_cores),
                               "pages_intervals": list(self.wait_pages)}}
-AXIS_KEYS = (*SCENARIO_KEYS, "topology")
+# control_scale: the paper's monitoring interval and profiling time times the value.
+AXIS_KEYS = (*SCENARIO_KEYS, "topology", "control_scale")
 APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
 
@@ -313,6 +314,10 @@ class CampaignSpec:
                 changes["rps"], changes["load"] = value, None
             elif name == "load":
                 changes["load"], changes["rps"] = value, None
+            elif name == "control_scale":
+                changes["interval_s"] = DEFAULT_INTERVAL_S * value
+                changes["control"] = replace(scenario.control, scale=value,
+                                             profile_s=DEFAULT_PROFILE_S * value)
             else:
                 changes[name] = value
         scenario = replace(scenario, **changes)
@@ -364,6 +369,8 @@ class Run:
         if s.manager not in ("none", "default"):
             # The control loops it ran with (analysis keeps them out of the axes).
             record["control"] = {"interval_s": s.interval_s, **asdict(s.control)}
+        if "control_scale" in self.point:
+            record["control_scale"] = self.point["control_scale"]
         if "topology" in self.point:
             record["arch"] = self.topology  # analysis draws Table III per "arch"
         record["topology"] = self.topology
@@ -720,6 +727,9 @@ def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
             elif name in ("seed", "threads") and (isinstance(value, bool)
                                                   or not isinstance(value, int)):
                 raise t.error(name, value, "each value must be a whole number")
+            elif name == "control_scale" and (isinstance(value, bool) or not isinstance(
+                    value, int | float) or value <= 0):
+                raise t.error(name, value, "a scale is a number > 0 (1: the paper's loops)")
             elif name == "load" and (not isinstance(value, int | float) or value <= 0):
                 raise t.error(name, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
             elif name == "rps" and not isinstance(value, int | float | dict):

@@ -19,6 +19,7 @@ FAMILIES = (
     "pimcloud.gem5_cli",
     "pimcloud.workloads.cli",
     "pimcloud.runs.cli",
+    "pimcloud.runs.checkpoint_store",
     "pimcloud.analysis.cli",
     "pimcloud.quickstart",
 )

@@ -1,0 +1,62 @@
+"""pimcloud checkpoints list|prune on a store of made-up checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pimcloud.runs.checkpoint_store import scan
+
+
+def _checkpoint(folder: Path, meta: dict[str, object], age_s: float = 0.0) -> Path:
+    (folder / "ckpt").mkdir(parents=True)
+    (folder / "ckpt" / "m5.cpt").write_bytes(b"x" * 1000)
+    (folder / "meta.json").write_text(json.dumps(meta))
+    (folder / "last-used").touch()
+    when = time.time() - age_s
+    os.utime(folder / "last-used", (when, when))
+    return folder
+
+
+def test_stale_failed_and_unused_checkpoints_are_pruned(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    kernel, image = tmp_path / "vmlinux", tmp_path / "disk.img"
+    kernel.write_text("k")
+    image.write_text("i")
+    old = time.time() - 3600
+    os.utime(kernel, (old, old))
+    os.utime(image, (old, old))
+    _checkpoint(root / "paper-aaaa", {"key": "aaaa", "kernel": str(kernel),
+                                      "image": str(image)})
+    _checkpoint(root / "apps" / "paper-aaaa-kvstore-1111", {"boot_key": "aaaa",
+                                                            "apps": ["kvstore"]})
+    _checkpoint(root / "apps" / "paper-aaaa-oltp-2222", {"boot_key": "aaaa", "apps": ["oltp"]},
+                age_s=30 * 86400)
+    _checkpoint(root / "apps" / "paper-gone-kvstore-3333", {"boot_key": "gone",
+                                                            "apps": ["kvstore"]})
+    (root / "apps" / "failed-paper-aaaa-kvstore-1111-1").mkdir(parents=True)
+    states = {entry.path.name: entry.stale for entry in scan(root)}
+    assert states["paper-aaaa"] == "" and states["paper-aaaa-kvstore-1111"] == ""
+    assert states["paper-gone-kvstore-3333"] == "its boot checkpoint is gone"
+    env = {**os.environ, "PIMCLOUD_CHECKPOINTS": str(root)}
+    listed = subprocess.run([sys.executable, "-m", "pimcloud.cli", "checkpoints", "list"],
+                            capture_output=True, text=True, env=env, check=True).stdout
+    assert "kvstore" in listed and "stale: its boot checkpoint is gone" in listed
+    dry = subprocess.run([sys.executable, "-m", "pimcloud.cli", "checkpoints", "prune",
+                          "--unused-for", "7d", "--dry-run"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "would remove" in dry and (root / "apps" / "paper-aaaa-oltp-2222").is_dir()
+    subprocess.run([sys.executable, "-m", "pimcloud.cli", "checkpoints", "prune",
+                    "--unused-for", "7d"], capture_output=True, text=True, env=env, check=True)
+    left = sorted(p.name for p in (root / "apps").iterdir())
+    assert left == ["paper-aaaa-kvstore-1111"]
+    assert (root / "paper-aaaa").is_dir()
+    # A rebuilt image makes its boot checkpoint (and what is made on it) stale.
+    image.write_text("rebuilt")
+    states = {entry.path.name: entry.stale for entry in scan(root)}
+    assert "rebuilt after it" in states["paper-aaaa"]
+    assert states["paper-aaaa-kvstore-1111"] == "its boot checkpoint is stale"
