@@ -61,7 +61,8 @@ def miss_latency_by_requester(
     clock_period_stat: str = "system.cpu_clk_domain.clock",
     access: str = "demand",
 ) -> pd.DataFrame:
-    """Seed 003's latency estimate per dump and requester at ``cache`` (e.g. ``system.l3``).
+    """The LLC-miss latency estimate (outstanding-miss cycles over misses) per dump and
+    requester at ``cache`` (e.g. ``system.l3``).
 
     ``c_cache_cycles`` is the processor's constant cache-lookup time in core cycles
     (for the paper's host core: L1 3 + L2 7 + L3 30 = 40).  The core frequency is
@@ -105,8 +106,8 @@ def miss_latency_by_requester(
 
 def estimate_by_cache(stats: pd.DataFrame, names: StatNames,
                       last_level_only: bool = True) -> pd.DataFrame:
-    """Seed 003's estimate at each cache of the board ``names`` describes (its last-level
-    caches by default: a deep cluster's L3, a shallow cluster's L1s), each with its own
+    """The LLC-miss latency estimate at each cache of the board ``names`` describes (its
+    last-level caches by default: a deep cluster's L3, a shallow cluster's L1s), each with its own
     cluster's clock and, as ``c_cache``, the hit latencies down to that cache. One row per
     dump (and run), cache and requesting CPU; caches absent from ``stats`` are skipped."""
     present = set(stats["stat"].astype(str).unique())

@@ -49,7 +49,7 @@ from .scenario import (
     RESULTS_ARCHIVE,
     ConsoleReport,
     GuestNode,
-    Scenario,
+    ScenarioPayload,
     load_scenario,
     parse_console,
     unpack_results,
@@ -208,7 +208,7 @@ def base_initramfs(m5: Path) -> bytes:
     return cpio.archive(cpio.with_parents(entries))
 
 
-def scenario_initramfs(scenario: Scenario) -> bytes:
+def scenario_initramfs(scenario: ScenarioPayload) -> bytes:
     """The second archive of the initrd: the scenario where m5 readfile looks for it."""
     return cpio.archive(cpio.with_parents([
         cpio.regular(f"{SHARE_MOUNT}/readfile", scenario.payload)]))

@@ -34,7 +34,7 @@ class ScenarioError(ValueError):
 
 
 @dataclass(frozen=True)
-class Scenario:
+class ScenarioPayload:
     """The bytes the guest reads with ``m5 readfile``, and where they came from."""
 
     source: Path
@@ -65,7 +65,7 @@ def _pack_folder(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path) -> ScenarioPayload:
     """Read a scenario script, a scenario folder (with run.sh) or a tar archive."""
     path = Path(path)
     if not path.exists():
@@ -75,7 +75,7 @@ def load_scenario(path: Path) -> Scenario:
         if not (path / ENTRY_SCRIPT).is_file():
             raise ScenarioError(f"scenario folder {path} has no {ENTRY_SCRIPT}: add the script "
                                 "the guest should run")
-        return Scenario(path, "archive", _pack_folder(path))
+        return ScenarioPayload(path, "archive", _pack_folder(path))
     data = path.read_bytes()
     if not data.strip():
         raise ScenarioError(f"scenario {path} is empty: write the commands the guest should run")
@@ -86,10 +86,10 @@ def load_scenario(path: Path) -> Scenario:
         if ENTRY_SCRIPT not in names:
             raise ScenarioError(f"scenario archive {path} has no {ENTRY_SCRIPT} at its top "
                                 "level: add it (tar -C FOLDER -cf FILE .)")
-        return Scenario(path, "archive", data)
+        return ScenarioPayload(path, "archive", data)
     if b"\0" in data:
         raise ScenarioError(f"scenario {path} is neither a shell script nor a tar archive")
-    return Scenario(path, "script", data)
+    return ScenarioPayload(path, "script", data)
 
 
 def unpack_results(archive_bytes: bytes, destination: Path) -> list[str]:
