@@ -15,7 +15,7 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,8 @@ class Checkpoints:
     def _boot_inputs(topology: str, digests: dict[str, str], mem_divisor: int,
                      boot_cpu: str, kernel_args: str | None) -> dict[str, Any]:
         """What a boot's checkpoint depends on, besides the gem5 binary."""
-        return {"topology": repr(load_topology(topology)),
+        # The model's content, not where its file is (a checkout elsewhere shares keys).
+        return {"topology": repr(replace(load_topology(topology), source="")),
                 "kernel": digests["kernel"], "image": digests["image"],
                 "mem_divisor": mem_divisor, "boot_cpu": boot_cpu,
                 "kernel_args": kernel_args}

@@ -32,13 +32,13 @@ from .model import (
 )
 from .units import parse_bandwidth, parse_frequency, parse_size, parse_time_ps
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "topologies"
+PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: ships in wheels
 MAX_EXTENDS_DEPTH = 8
 T = TypeVar("T")
 
 
 def preset_names() -> list[str]:
-    """Names of the shipped presets (files in gem5-configs/topologies/)."""
+    """Names of the shipped presets (files in pimcloud/topology/presets/)."""
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml") if not p.stem.startswith("_"))
 
 
