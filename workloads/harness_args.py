@@ -54,9 +54,10 @@ class RunArgs:
 
     rps: float
     seconds: float
-    warmup_s: float
+    warmup_s: float  # warm-up as time at the offered load...
     seed: int
     out: str
+    warmup: int | None = None  # ...or as a number of requests
     stats_file: str | None = None
     interval_ms: float = 100.0
     gem5_hooks: bool = False
@@ -66,7 +67,7 @@ class RunArgs:
 
     @property
     def warmup_requests(self) -> int:
-        return math.ceil(self.rps * self.warmup_s)
+        return self.warmup if self.warmup is not None else math.ceil(self.rps * self.warmup_s)
 
     def args(self) -> list[str]:
         args = ["--rps", f"{self.rps:g}", "--seconds", f"{self.seconds:g}",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pimcloud.paths import build_dir
 from pimcloud.workloads.datasets import find_tool
+from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 from pimcloud.workloads.latency import RunOutput
 from pimcloud.workloads.services import service
 
@@ -35,26 +36,11 @@ def service_command(
         )
     if rps <= 0 or seconds <= 0:
         raise ValueError(f"--rps and --seconds must be > 0 (got {rps}, {seconds})")
-    return [
-        str(find_tool(spec.binary)),
-        "--rps",
-        str(rps),
-        "--seconds",
-        str(seconds),
-        "--threads",
-        str(threads),
-        "--warmup",
-        str(warmup),
-        "--seed",
-        str(seed),
-        "--check-every",
-        str(check_every),
-        "--data",
-        str(data),
-        "--out",
-        str(out),
-        *(extra or []),
-    ]
+    launch = LaunchArgs(program=str(find_tool(spec.binary)), threads=threads, data=str(data))
+    run = RunArgs(rps=rps, seconds=seconds, warmup_s=0.0, warmup=warmup, seed=seed,
+                  out=str(out), extra=("--check-every", str(check_every)))
+    # ``extra`` may hold launch options too (--mode, --opt): given last, they win.
+    return [*launch.args(), *run.args(), *(extra or [])]
 
 
 def run_service(
