@@ -73,6 +73,25 @@ class AppCheckpoints:
         self.boots = boots
         self.root = boots.root / "apps"
 
+    def folder_of(self, run: Run, boot_key: CheckpointKey, setup: Path) -> tuple[Path, str]:
+        """Where ``run``'s app checkpoint lives, and its set-up folder's digest; writes the
+        set-up scenario into ``setup``."""
+        # The image's programs (/opt/pimcloud/bin, in the boot checkpoint's key):
+        # shipping them through m5 readfile costs simulated time for nothing.
+        write_setup(run, setup, ship_programs=False)
+        setup_sha = folder_digest(setup)
+        key = hashlib.sha256(f"{boot_key.key}:{setup_sha}".encode()).hexdigest()[:16]
+        return self.root / f"{boot_key.folder_name}-{app_set_name(run)}-{key}", setup_sha
+
+    def has(self, run: Run) -> bool:
+        """Whether the store holds ``run``'s app checkpoint (and its boot checkpoint)."""
+        boot_key = self.boots.key(run.topology)
+        if self.boots.meta(boot_key) is None:
+            return False
+        with tempfile.TemporaryDirectory() as scratch:
+            folder, _ = self.folder_of(run, boot_key, Path(scratch) / "setup")
+        return (folder / "ckpt" / "m5.cpt").is_file()
+
     def ensure(self, run: Run, log: Any = print) -> AppCheckpoint:
         """The app checkpoint of ``run``'s app set: found and verified, or made now (one
         process at a time per set)."""
@@ -80,12 +99,7 @@ class AppCheckpoints:
         self.root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".setup-"))
         try:
-            # The image's programs (/opt/pimcloud/bin, in the boot checkpoint's key):
-            # shipping them through m5 readfile costs simulated time for nothing.
-            write_setup(run, staging / "setup", ship_programs=False)
-            setup_sha = folder_digest(staging / "setup")
-            key = hashlib.sha256(f"{boot_key.key}:{setup_sha}".encode()).hexdigest()[:16]
-            folder = self.root / f"{boot_key.folder_name}-{app_set_name(run)}-{key}"
+            folder, setup_sha = self.folder_of(run, boot_key, staging / "setup")
             found = self._found(folder, boot_key, setup_sha)
             if found:
                 return found

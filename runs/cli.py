@@ -130,7 +130,12 @@ def _plan(args: argparse.Namespace) -> int:
     backend = args.backend or spec.backend
     if backend == "auto":
         backend = "gem5" if os.environ.get("GEM5") else "qemu"
-    print(format_plan(make_plan(spec, backend, plan_jobs(spec, args.jobs))))
+    have: tuple[set[str], set[str]] = (set(), set())
+    if backend == "gem5":
+        from .plan import stored_checkpoints
+
+        have = stored_checkpoints(spec)
+    print(format_plan(make_plan(spec, backend, plan_jobs(spec, args.jobs), *have)))
     return 0
 
 

@@ -10,6 +10,7 @@ stops early (``[early_stop]``) costs less than planned: the plan assumes none do
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +110,40 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             speeds[f"gem5/boot/{Path(topology).stem}"] = speed
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
     return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups)
+
+
+def stored_checkpoints(spec: CampaignSpec, log: Callable[[str], None] = print
+                       ) -> tuple[set[str], set[str]]:
+    """(topologies, app sets) whose checkpoints the store already holds for this spec's
+    gem5, kernel and image as they are now; empty sets when that cannot be told (no gem5,
+    no built kernel or image: the plan then counts every checkpoint)."""
+    from pimcloud.gem5_runner import Gem5Missing, inspect_gem5
+    from pimcloud.guest.image import image_dir
+    from pimcloud.guest.kernel import kernel_dir
+
+    from .app_checkpoints import AppCheckpoints
+    from .checkpoints import Checkpoints
+    from .guest_scenario import app_checkpointed
+    from .layout import default_checkpoint_root
+
+    kernel = kernel_dir() / "vmlinux" if spec.kernel == "project" else Path(spec.kernel)
+    image = (image_dir() / "pimcloud-root.ext4" if spec.image == "project"
+             else Path(spec.image))
+    if not (kernel.is_file() and image.is_file()):
+        return set(), set()
+    try:
+        info = inspect_gem5(named=spec.gem5.binary)
+    except Gem5Missing as error:
+        log(f"(cannot tell which checkpoints exist: {error})")
+        return set(), set()
+    boots = Checkpoints(default_checkpoint_root(), info.path, info.version, spec, kernel,
+                        image)
+    apps = AppCheckpoints(boots)
+    runs = spec.runs()
+    topologies = {run.topology for run in runs
+                  if boots.meta(boots.key(run.topology)) is not None}
+    sets = {app_set_of(run) for run in runs if app_checkpointed(run, "gem5") and apps.has(run)}
+    return topologies, sets
 
 
 def _loads(run: Run) -> str:
