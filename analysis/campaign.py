@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pimcloud.stats_file import StatsFileWarning, parse_stats
 
 from ..workloads.besteffort import PROGRESS_FILE
 from ..workloads.besteffort import read_progress as read_be_progress
@@ -36,7 +37,6 @@ from .results import (
     read_request_table,
     read_run_record,
 )
-from .stats import StatsFileWarning, parse_stats
 from .views import select
 
 RUN_RECORD = "run.json"

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pimcloud.stats_file import parse_stats
 
 from .campaign import load_campaign
 from .metrics import latency_percentiles
 from .report import build_report
-from .stats import parse_stats
 
 
 def _qos(text: str) -> tuple[str, float]:

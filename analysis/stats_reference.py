@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from .stats import (
+from pimcloud.stats_file import (
     BEGIN_MARKER,
     SIM_SECONDS_NAMES,
     STAT_LINE,

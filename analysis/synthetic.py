@@ -12,8 +12,7 @@ import math
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-
-from .stats import BEGIN_MARKER, END_MARKER
+from pimcloud.stats_file import BEGIN_MARKER, END_MARKER
 
 
 def format_value(value: float) -> str:

@@ -236,7 +236,7 @@ def probe_results(points: list[ProbePoint], guest_output: Path,
                          "the probe stopped early (see the guest console)")
     dumps = stats = None
     if stats_file is not None:
-        from pimcloud.analysis.stats import parse_stats
+        from pimcloud.stats_file import parse_stats
 
         parsed = parse_stats(stats_file)
         dumps, stats = parsed.dumps, parsed.stats

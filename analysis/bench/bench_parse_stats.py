@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from pimcloud.analysis.stats import ParsedStats, parse_stats
 from pimcloud.analysis.stats_reference import parse_stats_reference
 from pimcloud.analysis.synthetic import dump_text, server_dump_lines
+from pimcloud.stats_file import ParsedStats, parse_stats
 
 
 def write_stats(path: Path, size_mb: float, seed: int = 0) -> int:

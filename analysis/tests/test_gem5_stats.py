@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from pimcloud.analysis import memlat, views
-from pimcloud.analysis.stats import parse_stats
 from pimcloud.analysis.stats_reference import parse_stats_reference
+from pimcloud.stats_file import parse_stats
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = FIXTURES / "gem5_hello_stats.py"

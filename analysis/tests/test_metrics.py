@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from pimcloud.analysis import memlat, metrics, views
-from pimcloud.analysis.stats import parse_stats
+from pimcloud.stats_file import parse_stats
 
 THREE = Path(__file__).parent / "fixtures" / "three_dumps.txt"
 

@@ -141,7 +141,7 @@ def test_max_load_holds_in_every_repeat_of_a_load(tmp_path: Path) -> None:
 
 
 def test_report_lists_damaged_files(tmp_path: Path) -> None:
-    from pimcloud.analysis.stats import StatsFileWarning
+    from pimcloud.stats_file import StatsFileWarning
 
     run = tmp_path / "c" / "r1"
     (run / "m5out").mkdir(parents=True)

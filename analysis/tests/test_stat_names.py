@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from pimcloud.analysis import memlat
-from pimcloud.analysis.stats import parse_stats
 from pimcloud.components.stat_names import stat_names
+from pimcloud.stats_file import parse_stats
 from pimcloud.topology import load_topology
 
 FIXTURE = Path(__file__).parent / "fixtures" / "paper_detailed_dump.txt.gz"

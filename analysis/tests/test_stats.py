@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from pimcloud.analysis.stats import (
+from pimcloud.analysis.stats_reference import parse_stats_reference
+from pimcloud.analysis.synthetic import dump_text, server_stats_text, vector_lines
+from pimcloud.stats_file import (
     StatsFileWarning,
     StatsFormatError,
     parse_stats,
     split_description,
 )
-from pimcloud.analysis.stats_reference import parse_stats_reference
-from pimcloud.analysis.synthetic import dump_text, server_stats_text, vector_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 THREE = FIXTURES / "three_dumps.txt"

@@ -71,7 +71,7 @@ def busy_scenario(folder: Path, cpu_count: int, window_ms: float) -> None:
 
 def window_figures(stats_file: Path) -> dict[str, float]:
     """Simulated and host seconds and instructions of the first dump (the window)."""
-    from pimcloud.analysis.stats import parse_stats
+    from pimcloud.stats_file import parse_stats
 
     parsed = parse_stats(stats_file)
     first = parsed.stats[parsed.stats["dump"] == 0]
