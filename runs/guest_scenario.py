@@ -315,16 +315,22 @@ def kernel_file_lines(run: Run) -> list[str]:
 def cgroup_snapshot_lines() -> list[str]:
     """``cgroups FILE``: the agent's cgroups as the kernel has them, one line each; run.sh
     writes cgroups.txt when the services are done, and cgroups-after-<app>.txt two
-    intervals after an app that exits or is killed has gone."""
+    intervals after an app that exits or is killed has gone. Shell builtins only: in gem5
+    every fork and exec costs detailed-core time (milliseconds of it)."""
     return ["cgroups() {",
             f"  for d in {CGROUP_ROOT}/*/; do",
-            '    [ -e "$d/cpuset.cpus" ] && echo "$(basename "$d") cpus=$(cat "$d/cpuset.cpus") '
-            'effective=$(cat "$d/cpuset.cpus.effective" 2>/dev/null) '
-            'procs=$(tr "\\n" " " < "$d/cgroup.procs")"',
+            '    [ -e "$d/cpuset.cpus" ] || continue',
+            '    name=${d%/}; name=${name##*/}; cpus=""; eff=""; procs=""',
+            '    read -r cpus < "$d/cpuset.cpus"',
+            '    read -r eff < "$d/cpuset.cpus.effective" 2>/dev/null',
+            '    while read -r p; do procs="$procs$p "; done < "$d/cgroup.procs"',
+            '    echo "$name cpus=$cpus effective=$eff procs=$procs"',
             '  done > "$1" 2>/dev/null',
             "}",
-            # A process that exited is gone, or a zombie until run.sh waits for it.
-            'gone() { s=$(cut -d" " -f3 /proc/$1/stat 2>/dev/null); [ -z "$s" ] || [ "$s" = Z ]; }']
+            # A process that exited is gone, or a zombie until run.sh waits for it (the
+            # third field of its stat: our services' names have no spaces).
+            'gone() { s=""; read -r _ _ s _ < /proc/$1/stat 2>/dev/null; '
+            '[ -z "$s" ] || [ "$s" = Z ]; }']
 
 
 def best_effort_lines(run: Run) -> list[str]:
@@ -438,7 +444,10 @@ def manager_lines(run: Run) -> list[str]:
     # (a shell builtin, no fork) when the event happened, or now.
     record = ('{\\"at_s\\":$1,\\"kind\\":\\"$2\\",\\"target\\":\\"$3\\",'
               '\\"uptime_s\\":$up}')
-    lines = ['cp "$HERE/scenario.json" "$R/scenario.json"',
+    # From here on each line the run says carries the guest's uptime (a builtin read), so
+    # the console shows where a run's simulated time goes.
+    lines = ['say() { read -r up _ < /proc/uptime; echo "pimcloud-run $* (uptime $up)"; }',
+             'cp "$HERE/scenario.json" "$R/scenario.json"',
              'event() { up=$4; [ -n "$up" ] || read -r up _ < /proc/uptime; '
              f'echo "{record}" >> "$R/events.jsonl"; say "event $2 $3 at $1 s"; }}']
     lines += cgroup_snapshot_lines()
@@ -479,6 +488,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
     hang_s = hang_after_s(run, backend)
     lines += watchdog_lines(hang_s) if hang_s is not None else ['WATCHDOG=""']
     lines += [
+        'say "started"',
         "status=0",
         "for pid in $LC; do",
         # A service the scenario killed is expected to end by its signal.
@@ -486,6 +496,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         "say \"service pid $pid killed by the scenario\"; else "
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
+        'say "services done"',
         "for pid in $TIMERS $SAMPLER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).
@@ -497,6 +508,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         'if [ -n "$AGENT" ] && ! kill -0 $AGENT 2>/dev/null; then',
         '  say "manager exited before the services: see agent.log"; status=1',
         "fi",
+        'say "kept the statistics"',
         "for pid in $BE $AGENT; do kill $pid 2>/dev/null; done",
         "for pid in $BE $AGENT; do wait $pid 2>/dev/null; done",
         'say "done status $status"',
