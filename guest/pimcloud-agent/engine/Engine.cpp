@@ -34,14 +34,6 @@ std::int64_t monotonicNs() {
 
 }  // namespace
 
-void FileHarnessControl::send(const std::string& jsonLine) {
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // the harness may not listen; the agent goes on
-  const std::string line = jsonLine + "\n";
-  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
-  ::close(fd);
-}
-
 Engine::Engine(const Topology& topology, Policy& policy, Machine& machine, LatencySource& source,
                DecisionLog& log, HarnessControl* control, EngineOptions options)
     : topology_(&topology),
@@ -63,17 +55,8 @@ void Engine::control(const std::string& line) {
 
 void Engine::serviceCommand(const Runtime& rt, const std::string& command, Decision& d) {
   if (rt.controlSocket.empty()) return;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (rt.controlSocket.size() >= sizeof addr.sun_path) return;
-  std::memcpy(addr.sun_path, rt.controlSocket.c_str(), rt.controlSocket.size());
-  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
-  if (::sendto(fd, command.data(), command.size(), MSG_DONTWAIT,
-               reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-    d.reason += "; " + rt.controlSocket + ": " + std::strerror(errno);
-  }
-  ::close(fd);
+  const std::string error = sendServiceCommand(rt.controlSocket, command);
+  if (!error.empty()) d.reason += "; " + error;
 }
 
 void Engine::addApp(const AppSpec& spec, int pid, const std::string& controlSocket,
@@ -148,47 +131,9 @@ void Engine::appGone(std::int64_t tNs, AppId id, const std::string& why) {
   applied_.appCpus.erase(id);
 }
 
-bool ProfileWindow::names(const ProfileMarker& m) const {
-  return m.tNs == tNs && m.cpu == cpu && m.coreType == toString(type);
-}
-
-std::string ProfileWindow::how() const {
-  std::string out;
-  if (markedLines > 0) out = std::to_string(markedLines) + " lines marked with its request";
-  if (unmarkedLines > 0) {
-    out += (out.empty() ? "" : " + ") + std::to_string(unmarkedLines) +
-           " unmarked lines after its request (the harness marks no profile windows)";
-  }
-  if (!out.empty()) return out;
-  return harnessMarks ? "no line marked with its request: does the harness read the agent's "
-                        "control file (--control-file)?"
-                      : "no line measured its window";
-}
-
-void Engine::countProfileLine(Runtime& rt, const IntervalStats& s) const {
-  if (rt.profiles.empty()) return;
-  if (s.marksProfiles) {
-    rt.profiles.back().harnessMarks = true;
-    // Any of the app's requests, so a line for the host window that arrives after the PIM
-    // request still counts for the host.
-    if (!s.profile) return;
-    for (ProfileWindow& w : rt.profiles) {
-      if (!w.names(*s.profile)) continue;
-      w.maxRps = std::max(w.maxRps, s.rps);
-      ++w.markedLines;
-    }
-    return;
-  }
-  ProfileWindow& w = rt.profiles.back();
-  const std::int64_t length = s.intervalNs > 0 ? s.intervalNs : options_.intervalNs;
-  if (s.tNs - length < w.tNs) return;  // began before the request: not all saturated
-  w.maxRps = std::max(w.maxRps, s.rps);
-  ++w.unmarkedLines;
-}
-
 void Engine::profile(std::int64_t tNs, AppId id, Runtime& rt,
                      const std::vector<IntervalStats>& lines) {
-  for (const IntervalStats& s : lines) countProfileLine(rt, s);
+  for (const IntervalStats& s : lines) countProfileLine(rt.profiles, s, options_.intervalNs);
   if (rt.profilePhase != 0 && tNs < rt.profiles.back().untilNs) return;
   auto firstCpu = [this](CoreType type) {
     for (int cpu : applied_.beCpus) {

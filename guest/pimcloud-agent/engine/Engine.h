@@ -16,33 +16,13 @@
 
 #include "backend/Machine.h"
 #include "engine/DecisionLog.h"
+#include "engine/HarnessControl.h"
 #include "engine/LatencySource.h"
+#include "engine/Profiler.h"
 #include "placement/Placement.h"
 #include "policy/Policy.h"
 
 namespace pimcloud {
-
-// Requests from the agent to the harness. Replication goes to the service's own control
-// socket when the config names one (a datagram "replicate NODE" or "drop NODE", as
-// workloads/harness reads it); every request is also one JSON line in the control file:
-//   {"t_ns":..,"event":"profile","app":"xapian","core_type":"host","cpu":0,"duration_ms":500}
-//   {"t_ns":..,"event":"profile-done","app":"xapian","max_rps_host":..,"max_rps_pim":..}
-//   {"t_ns":..,"event":"replicate","app":"xapian","node":2}
-//   {"t_ns":..,"event":"drop-replicas","app":"xapian","node":2}
-class HarnessControl {
- public:
-  virtual ~HarnessControl() = default;
-  virtual void send(const std::string& jsonLine) = 0;
-};
-
-class FileHarnessControl : public HarnessControl {
- public:
-  explicit FileHarnessControl(std::string path) : path_(std::move(path)) {}
-  void send(const std::string& jsonLine) override;  // appends one line with one write()
-
- private:
-  std::string path_;
-};
 
 struct EngineOptions {
   std::int64_t intervalNs = 100'000'000;
@@ -58,25 +38,6 @@ struct EngineOptions {
   std::int64_t migrationBudgetNs = 20'000'000;
   std::size_t migrationChunkPages = 64;  // one move_pages call: its TLB shootdowns
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
-};
-
-// One profile request and what the live statistics said about it. A line counts for the
-// request when the harness's marker names it (exact: the harness marks only lines whose
-// whole interval lies in the saturation window). A harness that marks no windows gets the
-// fallback: a line read while the request is the app's latest whose interval began at or
-// after the request (its length is taken as one agent interval when the line has none).
-struct ProfileWindow {
-  CoreType type = CoreType::Host;
-  int cpu = -1;
-  std::int64_t tNs = 0;     // the request's t_ns: the harness echoes it in its marker
-  std::int64_t untilNs = 0;
-  double maxRps = 0;
-  int markedLines = 0;      // lines whose marker names this request
-  int unmarkedLines = 0;    // fallback: lines without a marker, wholly after tNs
-  bool harnessMarks = false;  // lines read while this was the latest request had markers
-
-  bool names(const ProfileMarker& m) const;
-  std::string how() const;  // which lines the maximum came from, for the decision log
 };
 
 class Engine {
@@ -127,7 +88,6 @@ class Engine {
   Observation observe(std::int64_t tNs, const LatencyBatch& batch);
   void handleEvents(std::int64_t tNs, const LatencyBatch& batch);
   void profile(std::int64_t tNs, AppId id, Runtime& rt, const std::vector<IntervalStats>& lines);
-  void countProfileLine(Runtime& rt, const IntervalStats& s) const;
   void apply(std::int64_t tNs);
   void place(Decision& d, long index);
   void concentrate(std::int64_t tNs);
