@@ -80,7 +80,7 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
         pytest.skip("the m5 command is not built (make cxx)")
     # Up to the start signal: the numa_maps sampler that follows runs until the end.
     barrier = script[script.index("for f in /run/pimcloud/ready-"):
-                     script.index("(\n  while :; do")]
+                     script.index("(\n  trap ")]
     barrier = barrier.replace("/run/pimcloud", str(tmp_path))
     for app in run.apps:
         (tmp_path / f"ready-{app.name}").write_text("1\n")

@@ -190,3 +190,24 @@ def test_control_loops_scale_together_or_one_by_one_and_reach_the_agent() -> Non
         parse_spec(spec_with([], wait_cores=[3, 2]))
     with pytest.raises(SpecError, match="min_intervals"):
         parse_spec(spec_with([], slack_intervals=2, min_intervals=3))
+
+
+def test_ended_helpers_leave_no_sleep_holding_the_scenario_output(tmp_path: Path) -> None:
+    """The guest init waits for the end of run.sh's output pipe before it sends the
+    results: a helper's sleep that outlived run.sh kept it open (0.36 s of a gem5 run)."""
+    spec = parse_spec(spec_with([{"at": "900ms", "kind": "arrive", "app": "imgdnn"}],
+                                placement="ft"))
+    script = run_script(spec.runs()[0], "qemu")
+    sampler = script[script.index("(\n  trap "):script.index("SAMPLER=$!")]
+    timer = next(line for line in script.splitlines() if "nap 0.900000" in line)
+    probe = tmp_path / "helpers.sh"
+    probe.write_text("R=.; PID_0=$$; PID_1=$$\nmkdir -p kvstore imgdnn\n" + sampler +
+                     "SAMPLER=$!\n" + timer + "\nTIMER=$!\nsleep 0.3\n"
+                     "kill $SAMPLER $TIMER\necho ended\n")
+    started = time.monotonic()
+    # Through a pipe, as the init runs it: the pipe ends when every writer has gone.
+    done = subprocess.run(f"sh {probe} | cat", shell=True, capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert "ended" in done.stdout
+    # Without the fix the pipe ends with the timer's sleep: 0.3 s + 0.9 s.
+    assert time.monotonic() - started < 1.1, "a helper's sleep held the pipe open"
