@@ -184,6 +184,8 @@ def format_plan(plan: Plan) -> str:
     for key, speed in plan.speeds.items():
         busy = (f" ({speed.per_busy_core:+.4g} x per busy core from "
                 f"{speed.busy_reference:g})" if speed.per_busy_core else "")
+        if speed.extra_sim_s:
+            busy += f", each run {speed.extra_sim_s * 1e3:.0f} ms beyond its length"
         lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
                      f"[{speed.source}]")
     return "\n".join(lines)

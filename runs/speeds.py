@@ -45,8 +45,11 @@ class Speed:
     source: str  # "measured (N runs)" or the defaults file's note
     per_busy_core: float = 0.0  # host_per_sim grows by this per busy core (fitted)
     busy_reference: float = 0.0  # the busy cores host_per_sim is given at
+    extra_sim_s: float = 0.0  # simulated seconds a run adds to its length (measured)
 
     def host_seconds(self, simulated_s: float, busy: float | None = None) -> float:
+        """Host seconds of ``simulated_s`` (a run's length: its measured extra is added)."""
+        simulated_s += self.extra_sim_s
         factor = self.host_per_sim
         if busy is not None and self.per_busy_core:
             factor = max(factor + self.per_busy_core * (busy - self.busy_reference),
@@ -90,25 +93,37 @@ def fit(samples: list[list[float]], default_overhead: float) -> tuple[float, flo
     return overhead, (mean_y - overhead) / mean_x if mean_x > 0 else 0.0
 
 
-def fit_busy(samples: list[list[float]]) -> tuple[float, float, float, float] | None:
+def fit_busy(samples: list[list[float]], overhead: float
+             ) -> tuple[float, float, float, float] | None:
     """(overhead, host per simulated s at the mean busy count, per busy core, that mean)
-    from samples (simulated, host, busy) over at least two busy counts; None when the data
-    cannot say (fewer than three samples, one busy count, or a fit below zero)."""
+    from samples (simulated, host, busy[, length]) over at least two busy counts: the
+    cost per simulated second, ``(host - overhead) / simulated``, fitted as a line in the
+    busy cores (weighted by simulated time) with the given fixed overhead (a restore and
+    gem5's start; runs of one length cannot tell it from the per-second cost). None when
+    the data cannot say."""
     import numpy as np
 
-    rows = [s for s in samples if len(s) >= 3]
-    if len(rows) < 3 or len({s[2] for s in rows}) < 2:
+    rows = [s for s in samples if len(s) >= 3 and s[0] > 0]
+    if len(rows) < 2 or len({s[2] for s in rows}) < 2:
         return None
     sim = np.array([s[0] for s in rows])
-    host = np.array([s[1] for s in rows])
+    rate = (np.array([s[1] for s in rows]) - overhead) / sim
     busy = np.array([s[2] for s in rows])
-    design = np.column_stack([np.ones_like(sim), sim, sim * busy])
-    (overhead, base, per_core), *_ = np.linalg.lstsq(design, host, rcond=None)
-    mean_busy = float(busy.mean())
+    design = np.column_stack([np.ones_like(busy), busy]) * np.sqrt(sim)[:, None]
+    (base, per_core), *_ = np.linalg.lstsq(design, rate * np.sqrt(sim), rcond=None)
+    mean_busy = float(np.average(busy, weights=sim))
     at_mean = base + per_core * mean_busy
-    if overhead < 0 or at_mean <= 0:
+    if at_mean <= 0:
         return None
-    return float(overhead), float(at_mean), float(per_core), mean_busy
+    return overhead, float(at_mean), float(per_core), mean_busy
+
+
+def extra_simulated(samples: list[list[float]]) -> float:
+    """Simulated seconds a run takes beyond its warm-up and measured length (restore to
+    start, the services' finishing, sending the results): the median over samples that
+    record their length (the 4th field), else 0."""
+    extra = sorted(s[0] - s[3] for s in samples if len(s) >= 4)
+    return max(0.0, extra[len(extra) // 2]) if extra else 0.0
 
 
 def speed_of(backend: str, phase: str, topology: str) -> Speed:
@@ -120,18 +135,20 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
     base_overhead = float(default.get("overhead_s", 0.0))  # type: ignore[arg-type]
     samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
-        busy = fit_busy(samples)
+        extra = extra_simulated(samples)
+        busy = fit_busy(samples, base_overhead)
         if busy is not None:
             return Speed(busy[0], busy[1], f"measured ({len(samples)} runs, by busy cores)",
-                         busy[2], busy[3])
+                         busy[2], busy[3], extra)
         overhead, slope = fit([s[:2] for s in samples], base_overhead)
-        return Speed(overhead, slope, f"measured ({len(samples)} runs)")
+        return Speed(overhead, slope, f"measured ({len(samples)} runs)", extra_sim_s=extra)
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
                  str(default.get("note", "default")))
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
-                 host_s: float, busy: float | None = None) -> None:
+                 host_s: float, busy: float | None = None, length_s: float | None = None
+                 ) -> None:
     """Add one finished run's figures (under a lock: many workers finish at once)."""
     if simulated_s <= 0 or host_s <= 0:
         return
@@ -142,7 +159,11 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
         data = _measured()
         key = f"{backend}/{phase}/{Path(topology).stem}"
         samples = data.setdefault(key, [])
-        samples.append([round(simulated_s, 6), round(host_s, 3)]
-                       + ([round(busy, 2)] if busy is not None else []))
+        sample = [round(simulated_s, 6), round(host_s, 3)]
+        if busy is not None:
+            sample.append(round(busy, 2))
+            if length_s is not None:
+                sample.append(round(length_s, 6))
+        samples.append(sample)
         data[key] = samples[-KEEP:]
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")

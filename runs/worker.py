@@ -98,8 +98,9 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                 folder.publish(staging, run.run_id)
                 if outcome.simulated_seconds:
                     phase = "restore" if outcome.extra.get("app_checkpoint") else "run"
+                    length = run.spec.length.warmup_s + run.spec.length.measured_s
                     record_speed(backend.name, phase, run.topology, outcome.simulated_seconds,
-                                 outcome.host_seconds, busy_cores(run))
+                                 outcome.host_seconds, busy_cores(run), length)
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

@@ -113,11 +113,12 @@ def test_max_load_with_early_stop_finds_the_same_knee(
 def test_speed_by_busy_cores_is_fitted_once_the_samples_differ(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
-    # host = 60 + simulated x (1000 + 500 x busy)
+    # host = 60 + simulated x (1000 + 500 x busy); each run simulates 50 ms beyond its length
     for simulated, busy in ((0.1, 2), (0.2, 8), (0.1, 20), (0.3, 4)):
         record_speed("gem5", "restore", "paper", simulated, 60 + simulated * (1000 + 500 * busy),
-                     busy)
+                     busy, length_s=simulated - 0.05)
     speed = speed_of("gem5", "restore", "paper")
     assert "by busy cores" in speed.source
-    assert speed.overhead_s == pytest.approx(60, abs=1e-6)
-    assert speed.host_seconds(0.2, 10) == pytest.approx(60 + 0.2 * 6000)
+    assert speed.overhead_s == pytest.approx(60)  # the defaults' (speeds.toml)
+    assert speed.extra_sim_s == pytest.approx(0.05)
+    assert speed.host_seconds(0.15, 10) == pytest.approx(60 + 0.2 * 6000)
