@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.gem5_session import last_tick
+from pimcloud.gem5_session import console_text, last_tick
 from pimcloud.supervise import supervise
 
-from .checkpoints import LAST_USED, CheckpointKey, Checkpoints, log_tail, signal_name
+from .checkpoints import LAST_USED, CheckpointKey, Checkpoints, log_tail, why_stopped
 from .guest_scenario import write_setup
 from .spec import Run
 
@@ -145,15 +145,11 @@ class AppCheckpoints:
                          memory_bytes=limits.memory_bytes)
         text = (building / "setup.log").read_text(errors="replace")
         if done.returncode != 0 or not (building / "ckpt" / "m5.cpt").is_file():
-            why = done.stopped_for or (f"exit {done.returncode}" if (done.returncode or 0) >= 0
-                                       else signal_name(done.returncode or 0))
+            why = why_stopped(done)
             failed = self.root / f"failed-{folder.name}-{int(time.time())}"
             building.rename(failed)
-            console = ""
-            for name in ("board.pc.com_1.device", "system.pc.com_1.device"):
-                if (failed / "m5out" / name).is_file():
-                    console = (failed / "m5out" / name).read_text(errors="replace")
-            said = [line for line in console.splitlines() if "pimcloud-run" in line]
+            said = [line for line in console_text(failed / "m5out").splitlines()
+                    if "pimcloud-run" in line]
             raise RuntimeError(
                 f"app checkpoint of {app_set_name(run)} failed ({why}); log: "
                 f"{failed}/setup.log:\n{log_tail(failed / 'setup.log', 15)}"

@@ -14,11 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pimcloud.gem5_session import (
-    CONSOLE_FILES,
-    last_tick,
-    restore_mode,
-)
+from pimcloud.gem5_session import console_text, last_tick, restore_mode
 from pimcloud.supervise import supervise
 
 from .app_checkpoints import AppCheckpoints
@@ -122,9 +118,8 @@ class Gem5Backend:
             extra["segments"] = progress.stitch(m5out, resumed[1])
             extra["host_seconds_last_attempt"] = round(done.host_seconds, 1)
             host_seconds += sum(info["host_seconds"] for info in extra["segments"])
-        console_text = next((p.read_text(errors="replace") for p in
-                             (m5out / n for n in CONSOLE_FILES) if p.is_file()), "")
-        report = parse_console(console_text)
+        console = console_text(m5out)
+        report = parse_console(console)
         extra["scenario_exit"] = report.scenario_exit
         results = m5out / "results.tar"
         if results.is_file():
@@ -147,7 +142,7 @@ class Gem5Backend:
         if not results.is_file():
             return outcome(False, "no-results", "gem5 ended but the guest sent no results.tar")
         if report.scenario_exit == HANG_EXIT:
-            return outcome(False, "guest-hang", hang_detail(console_text))
+            return outcome(False, "guest-hang", hang_detail(console))
         if report.scenario_exit not in (None, 0):
             return outcome(False, f"scenario-exit {report.scenario_exit}")
         if progress is not None:

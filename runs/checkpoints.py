@@ -37,6 +37,14 @@ def signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
+def why_stopped(done: Any) -> str:
+    """How a supervised gem5 ended, for an error: the limit it hit, its exit or signal."""
+    if done.stopped_for:
+        return str(done.stopped_for)
+    code = done.returncode
+    return f"exit {code}" if code is not None and code >= 0 else signal_name(code or 0)
+
+
 def log_tail(path: Path, lines: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -172,9 +180,7 @@ class Checkpoints:
                              host_time_s=limits.host_time_s, memory_bytes=limits.memory_bytes)
             text = (building / "boot.log").read_text(errors="replace")
             if done.returncode != 0 or not (building / "ckpt").is_dir():
-                why = done.stopped_for or (f"exit {done.returncode}" if done.returncode is not
-                                           None and done.returncode >= 0 else
-                                           signal_name(done.returncode or 0))
+                why = why_stopped(done)
                 failed = self.root / f"failed-{key.folder_name}-{int(time.time())}"
                 building.rename(failed)
                 raise RuntimeError(
