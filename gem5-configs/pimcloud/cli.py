@@ -22,6 +22,7 @@ FAMILIES = (
     "pimcloud.runs.checkpoint_store",
     "pimcloud.analysis.cli",
     "pimcloud.quickstart",
+    "pimcloud.study_cli",
 )
 
 

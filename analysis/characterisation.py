@@ -1,0 +1,390 @@
+"""The characterisation study's results: Fig. 2, Table III, the validation and the claims.
+
+Input: a study folder (``pimcloud study run``): one campaign per (preset, service) cell,
+each with its sampled run and, for validated cells, the probes of a direct max-load
+search.  Method (analysis/README.md, "The characterisation"):
+
+1. Each cell's sampled run gives the service's per-request service times on that
+   architecture (``lats.bin``: service = completion - start of ``serve``).
+2. An M/G/k queue over those times (pimcloud.analysis.queueing), k = the preset's cores,
+   predicts the p99 sojourn at every load: the cell's curve.
+3. QoS per service is the knee of its ``arch1`` curve (or Table II's target).
+4. Max load = the highest load of the curve within QoS; tail at low load = the curve's p99
+   at 10 % per-core utilisation, over QoS.
+5. Cells measured directly (``pimcloud study validate``) show predicted beside measured.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..atomic import atomic_write_text
+from ..runs.maxload import early_stop_of, meets_qos
+from ..runs.study import Cell, StudySpec
+from ..workloads.records import read_lats_bin
+from ..workloads.services import SERVICES
+from . import figures
+from .paper_values import ARCHITECTURES, paper_table_iii
+from .queueing import MGk, knee, p99_interval
+
+LOW_LOAD = 0.10  # the paper's "less than 10 % of per-core utilisation"
+CURVE_UTILISATIONS = np.round(np.arange(0.10, 0.96, 0.01), 2)  # where curves are drawn
+BASELINE = "arch1"
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    service_ns: np.ndarray  # of the sampled run
+    points: pd.DataFrame  # every finished run: rps, requests, p99_ns, p99_low, p99_high...
+    host_seconds: float  # of the sampled run (gem5 host time, app checkpoint excluded)
+    folder: Path  # the cell's campaign
+
+    @property
+    def queue(self) -> MGk:
+        return MGk(self.service_ns, self.cell.cores)
+
+
+def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
+    for path in sorted(run_dir.rglob("lats.bin")):
+        if path.parent.name == app:
+            return read_lats_bin(path)
+    return None
+
+
+def read_cell(folder: Path, cell: Cell) -> CellResult | None:
+    """The finished runs of one cell's campaign (None when its sampled run is not done)."""
+    rows = []
+    sample: tuple[np.ndarray, float] | None = None
+    for record_path in sorted((folder / "runs").glob("*/run.json")):
+        record = json.loads(record_path.read_text())
+        lats = _lats(record_path.parent, cell.service)
+        if lats is None or not len(lats) or not isinstance(record.get("rps"), int | float):
+            continue
+        rps = float(record["rps"])
+        sojourn = lats["sojourn_ns"].to_numpy(dtype=float)
+        service = lats["service_ns"].to_numpy(dtype=float)
+        low, high = p99_interval(sojourn)
+        stop = early_stop_of(record_path.parent, cell.service) or {}
+        qos = (record.get("qos_ns") or {}).get(cell.service)
+        p99 = float(np.percentile(sojourn, 99))
+        rows.append({"preset": cell.preset, "app": cell.service, "rps": rps,
+                     "requests": len(lats), "p99_ns": p99, "p99_low_ns": low,
+                     "p99_high_ns": high, "mean_service_ns": float(service.mean()),
+                     "utilisation": rps * service.mean() * 1e-9 / cell.cores,
+                     "early_stop": stop.get("verdict", ""),
+                     "meets_table_qos": (meets_qos(record_path.parent, cell.service, p99,
+                                                   float(qos)) if qos else None),
+                     "run_id": record["run_id"]})
+        if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
+            seconds = float((record.get("execution") or {}).get("host_seconds") or np.nan)
+            sample = (service, seconds)
+    if sample is None:
+        return None
+    return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
+                      folder)
+
+
+def read_study(study: StudySpec, root: Path) -> list[CellResult]:
+    found = []
+    for cell in study.cells():
+        result = read_cell(root / "cells" / cell.name, cell)
+        if result is not None:
+            found.append(result)
+    return found
+
+
+def predicted_max_load(folder: Path, service: str) -> float:
+    """The model's max load of a cell folder at its service's Table II / default QoS
+    (the start of a direct max-load search)."""
+    record = json.loads((folder / "campaign.json").read_text())
+    spec_text = record["spec_text"]
+    import tomllib
+
+    raw = tomllib.loads(spec_text)
+    cores = int(raw["scenario"]["threads"])
+    rps = float(raw["axes"]["rps"][0])
+    cell = Cell(raw["system"]["topology"], service, cores, "", rps)
+    result = read_cell(folder, cell)
+    if result is None:
+        raise ValueError(f"{folder}: its sampled run ({rps:g} rps) is not done; "
+                         "`pimcloud study run` first")
+    qos = float(raw["apps"][service]["qos"].removesuffix("ms")) * 1e6
+    return float(f"{result.queue.max_load(qos):.3g}")
+
+
+# ----------------------------------------------------------------------------- tables
+
+def curves(results: list[CellResult]) -> pd.DataFrame:
+    """The model's p99 at each utilisation of ``CURVE_UTILISATIONS``, per cell."""
+    rows = []
+    for result in results:
+        queue = result.queue
+        for utilisation, (rps, p99) in zip(CURVE_UTILISATIONS,
+                                           queue.curve(CURVE_UTILISATIONS), strict=True):
+            rows.append({"arch": result.cell.preset, "app": result.cell.service,
+                         "utilisation": float(utilisation), "rps": rps, "p99_ns": p99})
+    return pd.DataFrame(rows)
+
+
+def qos_targets(curve_frame: pd.DataFrame, how: str = "knee") -> pd.DataFrame:
+    """Per service: its QoS (``knee`` of its arch1 curve, or ``table2``) and both values."""
+    rows = []
+    for app in sorted(curve_frame["app"].unique()):
+        base = curve_frame[(curve_frame["app"] == app) & (curve_frame["arch"] == BASELINE)]
+        knee_ns = np.nan
+        knee_u = np.nan
+        if len(base) >= 3:
+            base = base.sort_values("rps")
+            index = knee(base["rps"].to_numpy(), base["p99_ns"].to_numpy())
+            knee_ns = float(base["p99_ns"].iloc[index])
+            knee_u = float(base["utilisation"].iloc[index])
+        table2 = float(SERVICES[app].paper_qos_ns) if app in SERVICES else np.nan
+        ours = float(SERVICES[app].qos_ns) if app in SERVICES else np.nan
+        chosen = knee_ns if how == "knee" else table2
+        rows.append({"app": app, "qos_ns": chosen, "knee_qos_ns": knee_ns,
+                     "knee_utilisation": knee_u, "table2_qos_ns": table2,
+                     "default_qos_ns": ours})
+    return pd.DataFrame(rows)
+
+
+def table_iii(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
+    """Tidy Table III: arch, app, tail_over_qos (model, 10 % load), normalized_max_load,
+    max_load_rps, and the measured sample beside them."""
+    targets = qos.set_index("app")["qos_ns"]
+    rows = []
+    for result in results:
+        app = result.cell.service
+        if app not in targets or not np.isfinite(targets[app]):
+            continue
+        queue = result.queue
+        target = float(targets[app])
+        low = queue.p99_ns(LOW_LOAD * queue.capacity_rps)
+        sample = result.points[np.isclose(result.points["rps"], result.cell.sample_rps)]
+        rows.append({"arch": result.cell.preset, "app": app, "cores": result.cell.cores,
+                     "qos_ns": target, "tail_over_qos": low / target,
+                     "max_load_rps": queue.max_load(target),
+                     "mean_service_us": queue.mean_service_ns / 1e3,
+                     "sample_rps": result.cell.sample_rps,
+                     "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,
+                     "sample_p99_ns": float(sample["p99_ns"].iloc[0]) if len(sample) else np.nan,
+                     "sample_host_seconds": result.host_seconds})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    base = frame[frame["arch"] == BASELINE].set_index("app")["max_load_rps"]
+    frame["normalized_max_load"] = [
+        row.max_load_rps / base[row.app] if row.app in base and base[row.app] > 0 else np.nan
+        for row in frame.itertuples()]
+    return frame
+
+
+def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
+    """Cells with a direct max-load search (maxload-<app>.json): predicted at the search's
+    QoS beside measured, and the error."""
+    rows = []
+    for result in results:
+        path = result.folder / f"maxload-{result.cell.service}.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        predicted = result.queue.max_load(float(data["qos_ns"]))
+        measured = float(data["max_load_rps"])
+        miss = data.get("first_miss_rps")
+        rows.append({"arch": result.cell.preset, "app": result.cell.service,
+                     "qos_ns": float(data["qos_ns"]), "predicted_rps": predicted,
+                     "measured_rps": measured, "first_miss_rps": miss,
+                     "probes": len(data.get("probes", [])),
+                     "error": (predicted - measured) / measured if measured else np.nan})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the claims
+
+def _pairs(table: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """Max-load ratios (second over first) of each service over architecture pairs."""
+    loads = table.set_index(["arch", "app"])["max_load_rps"]
+    rows = []
+    for first, second in pairs:
+        for app in sorted(table["app"].unique()):
+            if (first, app) in loads and (second, app) in loads and loads[(first, app)] > 0:
+                rows.append({"from": first, "to": second, "app": app,
+                             "ratio": loads[(second, app)] / loads[(first, app)]})
+    return pd.DataFrame(rows, columns=["from", "to", "app", "ratio"])
+
+
+def claims(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's section III claims, each: holds / does not hold / not measurable."""
+    rows: list[dict[str, Any]] = []
+
+    def add(claim: str, verdict: str, numbers: str) -> None:
+        rows.append({"claim": claim, "verdict": verdict, "numbers": numbers})
+
+    archs = set(table["arch"]) if len(table) else set()
+    average = (table.groupby("arch")["normalized_max_load"].mean() if len(table)
+               else pd.Series(dtype=float))
+    cpu = [a for a in ("arch1", "arch2", "arch3", "arch4") if a in archs]
+    claim = "Arch 8 beats every CPU-centric architecture on average (normalised max load)"
+    if "arch8" in archs and cpu:
+        best = max(cpu, key=lambda a: average[a])
+        holds = average["arch8"] > average[best]
+        verdict = ("holds" if holds else "does not hold") + (
+            "" if len(cpu) == 4 else f" (of {', '.join(cpu)} only)")
+        add(claim, verdict, f"arch8 {average['arch8']:.2f}; best CPU-centric {best} "
+            f"{average[best]:.2f}")
+    else:
+        add(claim, "not measurable", "needs arch8 and the CPU-centric presets")
+    claim = "ImgDNN cannot meet QoS on wimpy high-latency cores (Arch 3, 4)"
+    img = table[(table["app"] == "imgdnn") & table["arch"].isin(["arch3", "arch4"])] \
+        if len(table) else table
+    if len(img):
+        fails = (img["tail_over_qos"] > 1) | (img["max_load_rps"] <= 0)
+        add(claim, "holds" if fails.all() else "does not hold",
+            "; ".join(f"{r.arch}: tail/QoS {r.tail_over_qos:.2f}, max load "
+                      f"{r.max_load_rps:.0f} rps" for r in img.itertuples()))
+    else:
+        add(claim, "not measurable", "needs imgdnn on arch3 or arch4")
+    latency = _pairs(table, [("arch1", "arch5"), ("arch2", "arch6"), ("arch3", "arch7"),
+                             ("arch4", "arch8")]) if len(table) else pd.DataFrame()
+    claim = "Lower memory latency raises max load (paper: up to 67 %, 26 % on average)"
+    if len(latency):
+        gain = latency["ratio"] - 1
+        add(claim, "holds" if gain.mean() > 0 else "does not hold",
+            f"up to {gain.max():+.0%}, {gain.mean():+.0%} on average over {len(gain)} pairs")
+    else:
+        add(claim, "not measurable", "needs an architecture pair that differs only in "
+            "memory latency (1-5, 2-6, 3-7, 4-8)")
+    hierarchy = _pairs(table, [("arch1", "arch2"), ("arch3", "arch4"), ("arch5", "arch6"),
+                               ("arch7", "arch8")]) if len(table) else pd.DataFrame()
+    claim = "A shallow hierarchy beats a deep one more often than not"
+    if len(hierarchy):
+        wins = int((hierarchy["ratio"] > 1).sum())
+        add(claim, "holds" if wins > len(hierarchy) / 2 else "does not hold",
+            f"shallow ahead in {wins} of {len(hierarchy)} pairs")
+    else:
+        add(claim, "not measurable", "needs a pair that differs only in hierarchy "
+            "(1-2, 3-4, 5-6, 7-8)")
+    add("FT beats IL and CC by up to 46 % when an app spans two stacks (Fig. 3)",
+        "not measurable", "the placement study (arch9 under FT, CC, IL) is not made yet")
+    add("Migration and replication close the gap between static policies",
+        "not measurable", "the placement study is not made yet")
+    return pd.DataFrame(rows)
+
+
+def rank_correlations(table: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's rank correlation with the paper per Table III column (app x metric),
+    over the architectures both have."""
+    paper = paper_table_iii()
+    rows = []
+    for metric in ("tail_over_qos", "normalized_max_load"):
+        for app in sorted(table["app"].unique()) if len(table) else []:
+            ours = table[table["app"] == app].set_index("arch")[metric]
+            theirs = paper[paper["app"] == app].set_index("arch")[metric]
+            common = ours.index.intersection(theirs.index)
+            rho = (float(ours[common].corr(theirs[common], method="spearman"))
+                   if len(common) >= 3 else np.nan)
+            rows.append({"metric": metric, "app": app, "architectures": len(common),
+                         "spearman": rho})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- report
+
+def _table_figure(table: pd.DataFrame) -> Any:
+    wide = table.pivot(index="arch", columns="app",
+                       values=["tail_over_qos", "normalized_max_load"])
+    order = [a for a in ARCHITECTURES if a in wide.index]
+    return figures.table_iii_figure(wide.loc[order])
+
+
+def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFrame,
+          qos: pd.DataFrame) -> Any:
+    """Fig. 2: per service, the model's p99 against load per architecture, the measured
+    points with their p99 intervals, QoS (dashed) and max loads (dotted)."""
+    frame = curve_frame.merge(qos[["app", "qos_ns"]], on="app")
+    figure = figures.latency_vs_load(
+        frame, table.rename(columns={"max_load_rps": "max_load"}), system="arch")
+    for ax in figure.axes:
+        app = ax.get_title()
+        for index, arch in enumerate(sorted(frame[frame["app"] == app]["arch"].unique())):
+            for result in results:
+                if (result.cell.service, result.cell.preset) != (app, arch):
+                    continue
+                pts = result.points
+                ax.errorbar(pts["rps"], pts["p99_ns"] / 1e6,
+                            yerr=[(pts["p99_ns"] - pts["p99_low_ns"]) / 1e6,
+                                  (pts["p99_high_ns"] - pts["p99_ns"]) / 1e6],
+                            fmt="s", ms=4, color=f"C{index}", mfc="white", capsize=2)
+    return figure
+
+
+def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
+                       qos_how: str = "knee", screenshot: bool = False) -> Path:
+    """Tables (CSV), figures (PNG + SVG) and index.html of a study folder."""
+    out = (out or root / "report").resolve()
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    results = read_study(study, root)
+    points = pd.concat([r.points for r in results], ignore_index=True) if results else \
+        pd.DataFrame()
+    curve_frame = curves(results)
+    qos = qos_targets(curve_frame, qos_how) if len(curve_frame) else pd.DataFrame(
+        columns=["app", "qos_ns"])
+    table = table_iii(results, qos)
+    checks = claims(table)
+    ranks = rank_correlations(table)
+    valid = validation(results, qos)
+    tables = {"points": points, "curves": curve_frame, "qos": qos, "table_iii": table,
+              "claims": checks, "spearman": ranks, "validation": valid,
+              "paper_table_iii": paper_table_iii()}
+    for name, frame in tables.items():
+        atomic_write_text(out / "tables" / f"{name}.csv", frame.to_csv(index=False))
+    drawn = []
+    if len(table):
+        figures.save_figure(_fig2(curve_frame, results, table, qos), out / "figures" / "fig2")
+        figures.save_figure(_table_figure(table), out / "figures" / "table_iii")
+        drawn = ["fig2", "table_iii"]
+    index = out / "index.html"
+    atomic_write_text(index, _html(study, tables, drawn))
+    if screenshot:
+        from .screenshot import screenshot as shoot
+
+        shoot(index, out / "screenshot.png")
+    return index
+
+
+def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -> str:
+    import html
+
+    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(study.name)}</title>"
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
+             "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style></head><body>",
+             f"<h1>Characterisation: {html.escape(study.name)}</h1>",
+             f"<p>{html.escape(study.description)}. p99 curves predicted by an M/G/k queue "
+             "over each cell's measured service times (analysis/README.md); QoS per service "
+             "is the knee of its arch1 curve.</p>"]
+    captions = {"fig2": "Fig. 2: p99 against load (lines: model; squares: measured runs "
+                        "with 95 % p99 intervals; dashed: QoS; dotted: max load)",
+                "table_iii": "Table III: tail latency / QoS at 10 % load, and max load "
+                             "normalised to arch1"}
+    for stem in drawn:
+        parts.append(f"<h2>{captions[stem]}</h2><img src='figures/{stem}.png' "
+                     "style='max-width:100%'>")
+    for name in ("claims", "table_iii", "validation", "spearman", "qos", "points"):
+        frame = tables[name]
+        parts.append(f"<h2>{name.replace('_', ' ')}</h2>")
+        parts.append(frame.to_html(index=False, float_format=lambda v: f"{v:.4g}",
+                                   na_rep="-") if len(frame) else "<p>none yet</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+__all__ = ["claims", "curves", "predicted_max_load", "qos_targets",
+           "rank_correlations", "read_study", "table_iii", "validation",
+           "write_study_report"]

@@ -1,0 +1,77 @@
+"""The M/G/k model against queueing theory, the knee, and the p99 interval's coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from pimcloud.analysis.queueing import MGk, knee, p99_interval
+
+
+def exponential_services(mean_ns: float, count: int = 200_000, seed: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).exponential(mean_ns, count)
+
+
+def test_mm1_p99_matches_the_closed_form() -> None:
+    # M/M/1: the sojourn is exponential with rate mu - lambda, so p99 = ln(100) / (mu - l).
+    queue = MGk(exponential_services(1e6), servers=1, requests=200_000)
+    mu = 1e9 / queue.mean_service_ns
+    for load in (0.3, 0.6, 0.8):
+        expected = math.log(100) / (mu * (1 - load)) * 1e9
+        assert queue.p99_ns(load * mu) == pytest.approx(expected, rel=0.1)
+
+
+def test_mmk_waits_follow_erlang_c() -> None:
+    # M/M/k: P(wait) is Erlang C; the simulated fraction of requests that queued matches.
+    k, load = 4, 0.7
+    queue = MGk(exponential_services(1e6), servers=k, requests=200_000)
+    mu = 1e9 / queue.mean_service_ns
+    a = k * load
+    top = a**k / math.factorial(k) / (1 - load)
+    erlang_c = top / (sum(a**i / math.factorial(i) for i in range(k)) + top)
+    sojourn = queue.sojourn_ns(load * k * mu)
+    services = queue._services[int(queue.requests * 0.1):]  # type: ignore[attr-defined]
+    waited = np.mean(sojourn - services > 1.0)
+    assert waited == pytest.approx(erlang_c, abs=0.02)
+
+
+def test_p99_rises_with_load_and_max_load_sits_at_qos() -> None:
+    queue = MGk(exponential_services(1e6, 5000), servers=4, requests=50_000)
+    curve = queue.curve(np.array([0.2, 0.4, 0.6, 0.8, 0.9]))
+    p99s = [p99 for _, p99 in curve]
+    assert p99s == sorted(p99s)
+    qos = 8e6
+    best = queue.max_load(qos)
+    assert queue.p99_ns(best) <= qos < queue.p99_ns(best + 0.01 * queue.capacity_rps)
+    # More servers of the same kind carry more load under the same QoS.
+    assert MGk(queue.service_ns, servers=8, requests=50_000).max_load(qos) > 1.8 * best
+    # A QoS below every service time is never met.
+    assert MGk(np.full(100, 5e6), servers=4).max_load(1e6) == 0.0
+
+
+def test_knee_of_a_hockey_stick() -> None:
+    x = np.linspace(0.1, 0.95, 86)
+    y = np.where(x < 0.7, 1.0 + 0.1 * x, 1.07 + 20 * (x - 0.7) ** 2)
+    assert 0.65 <= x[knee(x, y)] <= 0.85
+    with pytest.raises(ValueError):
+        knee(x[:2], y[:2])
+
+
+def test_p99_interval_covers_the_true_p99() -> None:
+    rng = np.random.default_rng(11)
+    truth = math.log(100)  # p99 of Exp(1)
+    covered = 0
+    for _ in range(400):
+        low, high = p99_interval(rng.exponential(1.0, 400), confidence=0.95)
+        covered += low <= truth <= high
+    assert covered / 400 >= 0.92
+    low, high = p99_interval(np.arange(20.0))  # too few values for an upper bound
+    assert math.isnan(high)
+
+
+def test_bad_input_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="no service times"):
+        MGk(np.array([]), servers=2)
+    with pytest.raises(ValueError, match="at least one"):
+        MGk(np.ones(3), servers=0)

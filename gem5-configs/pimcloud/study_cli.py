@@ -1,0 +1,257 @@
+"""``pimcloud study``: the characterisation study (runs/study.py) from plan to report.
+
+    pimcloud study plan SPEC [--only arch1,arch8] [--jobs N]
+    pimcloud study run SPEC [--out DIR] [--only ...] [--services ...] [--jobs N]
+                            [--executor local|slurm]
+    pimcloud study status DIR
+    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05]
+    pimcloud study report DIR [--reference] [--screenshot]
+
+The top of the layers: it composes campaigns (runs) and their analysis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .runs.layout import DEFAULT_OUT
+from .runs.study import Cell, StudySpec, each_cell, load_study, resolve_study_path
+
+STUDY_RECORD = "study.json"
+
+
+def _selected(study: StudySpec, only: str | None, services: str | None) -> set[tuple[str, str]]:
+    presets = set(only.split(",")) if only else set(study.presets)
+    names = set(services.split(",")) if services else set(study.services)
+    for preset in presets - set(study.presets):
+        raise ValueError(f"--only {preset}: not a preset of study {study.name} "
+                         f"({', '.join(study.presets)})")
+    for name in names - set(study.services):
+        raise ValueError(f"--services {name}: not a service of study {study.name} "
+                         f"({', '.join(study.services)})")
+    return {(c.preset, c.service) for c in study.cells()
+            if c.preset in presets and c.service in names}
+
+
+def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
+    """Cells of ``jobs`` presets at a time, their services in turn (p1-s1, p2-s1, p1-s2,
+    ...): parallel jobs then boot and load different presets instead of waiting on one."""
+    presets = list(dict.fromkeys(c.preset for c in cells))
+    ordered: list[Cell] = []
+    for start in range(0, len(presets), max(1, jobs)):
+        group = presets[start:start + max(1, jobs)]
+        by_preset = [[c for c in cells if c.preset == p] for p in group]
+        for index in range(max(len(b) for b in by_preset)):
+            ordered.extend(b[index] for b in by_preset if index < len(b))
+    return ordered
+
+
+def _study_root(study: StudySpec, out: Path | None) -> Path:
+    root = (out or DEFAULT_OUT / study.name).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    record_path = root / STUDY_RECORD
+    source = resolve_study_path(study.source)
+    record = {"name": study.name, "spec_source": str(source.resolve()),
+              "spec_text": source.read_text(encoding="utf-8")}
+    from .atomic import atomic_write_text
+
+    atomic_write_text(record_path, json.dumps(record, indent=1) + "\n")
+    return root
+
+
+def open_study(root: Path) -> tuple[StudySpec, Path]:
+    """The study a folder holds (its spec as it was when last run)."""
+    import tomllib
+
+    from .runs.study import parse_study
+
+    path = Path(root).resolve() / STUDY_RECORD
+    if not path.is_file():
+        raise ValueError(f"{root}: not a study folder (no {STUDY_RECORD}); run "
+                         "`pimcloud study run SPEC --out DIR` first")
+    record = json.loads(path.read_text())
+    study = parse_study(tomllib.loads(record["spec_text"]), source=record["spec_source"])
+    return study, path.parent
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .runs.plan import make_plan, plan_jobs, stored_checkpoints
+    from .runs.spec import load_spec
+    from .runs.status import format_seconds
+
+    study = load_study(args.spec)
+    chosen = _selected(study, args.only, args.services)
+    root = (args.out or DEFAULT_OUT / study.name).resolve()
+    boots: dict[str, float] = {}
+    setups: list[float] = []
+    runs: list[float] = []
+    lines = []
+    jobs = 0
+    for cell, spec_path, _ in each_cell(study, root):
+        if (cell.preset, cell.service) not in chosen:
+            continue
+        spec = load_spec(spec_path)
+        jobs = plan_jobs(spec, args.jobs)
+        have = stored_checkpoints(spec, log=lambda _: None) if os.environ.get("GEM5") else (
+            set(), set())
+        plan = make_plan(spec, spec.backend if spec.backend != "auto" else "gem5", jobs,
+                         *have)
+        for topology, seconds in plan.boots.items():
+            boots[topology] = seconds
+        cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
+        setups.append(cell_setup)
+        runs.extend(plan.per_run.values())
+        lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
+                     f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
+                     f"app checkpoint {format_seconds(cell_setup)}, run "
+                     f"{format_seconds(sum(plan.per_run.values()))}")
+    total = sum(boots.values()) + sum(setups) + sum(runs)
+    print(f"study {study.name} ({study.source}): {len(lines)} cells")
+    print("\n".join(lines))
+    for topology, seconds in boots.items():
+        print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
+    lanes = max(1, jobs)
+    print(f"total host time {format_seconds(total)}; with {lanes} parallel job(s) about "
+          f"{format_seconds(total / lanes)} of wall time (spread evenly)")
+    return 0
+
+
+def run_study(study: StudySpec, root: Path, chosen: set[tuple[str, str]], jobs: int,
+              executor: str, log: Any = print) -> int:
+    """Make every chosen cell's campaign, ``jobs`` cells at a time (local) or all at once
+    (Slurm, not waiting); 0 when every cell finished."""
+    from .runs.campaign import prepare_campaign
+    from .runs.cli import execute
+    from .workloads.services import gem5_caveat
+
+    cells = []
+    for cell, spec_path, folder in each_cell(study, root):
+        if (cell.preset, cell.service) not in chosen:
+            continue
+        caveat = gem5_caveat(cell.service) if study.backend == "gem5" else ""
+        if caveat:
+            log(f"study: skipping {cell.name}: {caveat}")
+            continue
+        cells.append((cell, spec_path, folder))
+    lock = threading.Lock()
+    failed: list[str] = []
+
+    def one(item: tuple[Cell, Path, Path]) -> None:
+        cell, spec_path, folder = item
+        campaign = prepare_campaign(spec_path, folder, study.backend, log=log)
+        if executor == "slurm":
+            execute(campaign, "slurm", wait=False, live=False)
+            return
+        status = execute(campaign, "local", jobs=1, live=False)
+        if status:
+            with lock:
+                failed.append(cell.name)
+
+    order = {c.name: i for i, c in enumerate(run_order([c for c, _, _ in cells], jobs))}
+    cells.sort(key=lambda item: order[item[0].name])
+    with ThreadPoolExecutor(max_workers=1 if executor == "slurm" else max(1, jobs)) as pool:
+        list(pool.map(one, cells))
+    if failed:
+        log(f"study: cells not finished: {', '.join(failed)} (`pimcloud study run` again "
+            "resumes them)")
+    return 1 if failed else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    study = load_study(args.spec)
+    chosen = _selected(study, args.only, args.services)
+    root = _study_root(study, args.out)
+    jobs = args.jobs or len(os.sched_getaffinity(0))
+    return run_study(study, root, chosen, jobs, args.executor)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .runs.campaign import open_campaign
+    from .runs.status import campaign_status, summary_line
+
+    study, root = open_study(args.study)
+    for cell, _, folder in each_cell(study, root):
+        if not (folder / "campaign.json").is_file():
+            print(f"{cell.name:<24} not started")
+            continue
+        print(f"{cell.name:<24} {summary_line(campaign_status(open_campaign(folder)))}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """Direct max-load searches of the named cells (or the spec's ``validate`` list),
+    each starting from the model's prediction."""
+    from .analysis.characterisation import predicted_max_load
+    from .runs.campaign import open_campaign
+    from .runs.cli import execute
+    from .runs.maxload import find_max_load
+
+    study, root = open_study(args.study)
+    names = args.cell or [f"{p}/{s}" for p, s in study.validate]
+    for name in names:
+        preset, _, service = name.partition("/")
+        cell = study.cell(preset, service)
+        folder = root / "cells" / cell.name
+        campaign = open_campaign(folder)
+        start = predicted_max_load(folder, service)
+        print(f"study validate {cell.name}: the model predicts {start:g} rps; bisecting")
+
+        def make_runs(campaign: Any = campaign) -> None:
+            execute(campaign, "local", jobs=1, live=False)
+
+        result = find_max_load(campaign, service, make_runs, start, args.tolerance)
+        print(f"{cell.name}: measured max load {result.max_load_rps:g} rps "
+              f"({len(result.probes)} points)")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .analysis.characterisation import write_study_report
+
+    study, root = open_study(args.study)
+    out = write_study_report(study, root, args.out, screenshot=args.screenshot)
+    print(f"report: {out}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    study = subparsers.add_parser(
+        "study", help="the characterisation study: each service alone on each architecture",
+        description="Section III of the paper as one campaign per (preset, service) cell; "
+        "runs/studies/ holds the shipped specs.")
+    actions = study.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def selection(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("spec", help="a study spec file, or a name in runs/studies/")
+        parser.add_argument("--only", help="presets, comma-separated (default: all)")
+        parser.add_argument("--services", help="services, comma-separated (default: all)")
+        parser.add_argument("--out", type=Path, help="study folder (default runs/out/<name>)")
+        parser.add_argument("--jobs", type=int, default=0,
+                            help="cells made at once (default: the machine's cores)")
+
+    plan = actions.add_parser("plan", help="cells, checkpoints and host time")
+    selection(plan)
+    plan.set_defaults(handler=_plan)
+    run = actions.add_parser("run", help="make (or resume) the cells' campaigns")
+    selection(run)
+    run.add_argument("--executor", choices=("local", "slurm"), default="local")
+    run.set_defaults(handler=_run)
+    status = actions.add_parser("status", help="each cell's campaign: done / failed / left")
+    status.add_argument("study", type=Path)
+    status.set_defaults(handler=_status)
+    validate = actions.add_parser("validate", help="measure cells' max load directly")
+    validate.add_argument("study", type=Path)
+    validate.add_argument("--cell", action="append", help="preset/service (repeatable)")
+    validate.add_argument("--tolerance", type=float, default=0.1)
+    validate.set_defaults(handler=_validate)
+    report = actions.add_parser("report", help="Fig. 2, Table III and the claims")
+    report.add_argument("study", type=Path)
+    report.add_argument("--out", type=Path, help="default <study>/report")
+    report.add_argument("--screenshot", action="store_true")
+    report.set_defaults(handler=_report)

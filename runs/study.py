@@ -1,0 +1,338 @@
+"""The characterisation study (the paper's section III): each service alone on each
+Table III architecture, as one small campaign per cell.
+
+A study spec (``studies/*.toml``) names the presets, the services and how each cell is
+sampled; ``cell_specs`` turns it into one ordinary campaign spec per (preset, service),
+written into the study folder (``<study>/specs/<preset>-<service>.toml``) and run in
+``<study>/cells/<preset>-<service>/``, so every campaign tool works on a cell: ``plan``,
+``status``, ``resume``, and ``maxload`` (the direct max-load measurements that validate the
+model, analysis/README.md).  A cell's campaign is:
+
+- the service alone on every core of the preset, one worker per core (the paper's III-B2:
+  "the same number of application threads as the number of available cores"), no
+  manager (plain Linux scheduling), first-touch placement;
+- one sampled point: open-loop Poisson arrivals at ``utilisation`` of the preset's
+  estimated capacity (its cores over the service's estimated service time on their core
+  type), ``requests`` measured requests after ``warmup_requests``;
+- the study's ``[cell]`` tables (gem5, limits, early_stop, executor) as they are.
+
+The sampled point gives the service's per-request service times on that architecture;
+the analysis (pimcloud.analysis.characterisation) predicts its whole p99-vs-RPS curve
+from them and checks the prediction against the measured cells.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pimcloud.atomic import atomic_write_text
+from pimcloud.topology import TopologyError, load_topology
+from pimcloud.topology.units import UnitError, parse_time_ps
+from pimcloud.workloads.services import SERVICES
+
+from ..checked import CheckedTable, InputError
+
+STUDY_DIR = Path(__file__).resolve().parent / "studies"
+CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
+CORE_TYPES = ("brawny", "wimpy")
+
+
+class StudyError(InputError):
+    """A mistake in a study spec."""
+
+
+class _Table(CheckedTable):
+    error_type = StudyError
+
+
+@dataclass(frozen=True)
+class StudyService:
+    """What the study knows of one service before measuring it."""
+
+    name: str
+    service_s: dict[str, float]  # core type -> estimated service time of one request
+    qos_ns: float  # the target used for early stop and as Table II's QoS
+    options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (preset, service) of the study and the campaign that measures it."""
+
+    preset: str
+    service: str
+    cores: int
+    core_type: str  # of the most cores, for the capacity estimate
+    sample_rps: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.preset}-{self.service}"
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    source: str
+    name: str
+    description: str
+    backend: str
+    kernel: str  # "project" or an absolute path, as in a campaign spec's [system]
+    image: str
+    presets: tuple[str, ...]
+    services: dict[str, StudyService]
+    utilisation: float  # of the estimated capacity, at the sampled point
+    requests: int  # measured requests at the sampled point
+    warmup_requests: int
+    validate: tuple[tuple[str, str], ...]  # (preset, service) cells measured directly
+    cell_tables: dict[str, Any]  # [cell.*] copied into each cell's campaign spec
+
+    def cells(self) -> list[Cell]:
+        """Every cell, presets in the spec's order (the first ones are done first)."""
+        cells = []
+        for preset in self.presets:
+            topology = load_topology(preset)
+            clusters = topology.clusters
+            for service in self.services.values():
+                capacity = 0.0
+                for cluster in clusters:
+                    kind = cluster.core_type.name if cluster.core_type else "brawny"
+                    capacity += cluster.cores / service.service_s[kind]
+                biggest = max(clusters, key=lambda c: c.cores)
+                kind = biggest.core_type.name if biggest.core_type else "brawny"
+                cores = sum(c.cores for c in clusters)
+                rps = float(f"{self.utilisation * capacity:.3g}")
+                cells.append(Cell(preset, service.name, cores, kind, rps))
+        return cells
+
+    def cell(self, preset: str, service: str) -> Cell:
+        for cell in self.cells():
+            if (cell.preset, cell.service) == (preset, service):
+                return cell
+        raise StudyError(self.source, "validate", f"{preset}/{service}",
+                         "not a cell of this study: name a listed preset and service")
+
+    def cell_spec(self, cell: Cell) -> dict[str, Any]:
+        """The campaign spec (as a TOML document) that measures ``cell``."""
+        service = self.services[cell.service]
+        warmup_s = self.warmup_requests / cell.sample_rps
+        measured_s = self.requests / cell.sample_rps
+        app: dict[str, Any] = {
+            "qos": f"{service.qos_ns / 1e6:g}ms",
+            # 100 % of the estimated capacity: where a max-load search starts.
+            "max_rps": float(f"{cell.sample_rps / self.utilisation:.3g}"),
+            "threads": cell.cores,
+        }
+        if service.options:
+            app["options"] = dict(service.options)
+        spec: dict[str, Any] = {
+            "name": f"{self.name}-{cell.name}",
+            "description": f"{cell.service} alone on {cell.preset}, {cell.cores} workers "
+                           f"(study {self.name})",
+            "system": {"topology": cell.preset, "kernel": self.kernel, "image": self.image,
+                       "backend": self.backend},
+            "apps": {cell.service: app},
+            "scenario": {"apps": [cell.service], "manager": "none", "placement": "ft",
+                         "seed": 1, "threads": cell.cores},
+            "axes": {"apps": [[cell.service]], "rps": [cell.sample_rps]},
+            "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
+        }
+        spec.update(self.cell_tables)
+        return spec
+
+
+def _time_text(seconds: float) -> str:
+    """Seconds as a spec time with 3 significant digits, in microseconds."""
+    return f"{round(float(f'{seconds * 1e6:.3g}'))}us"
+
+
+def resolve_study_path(name_or_path: str | Path) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.is_file():
+        return candidate
+    shipped = STUDY_DIR / f"{name_or_path}.toml"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in STUDY_DIR.glob("*.toml")))
+    raise StudyError(str(name_or_path), "(file)", str(name_or_path),
+                     f"no such study spec; give a path or one of: {names}")
+
+
+def load_study(name_or_path: str | Path) -> StudySpec:
+    path = resolve_study_path(name_or_path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise StudyError(str(path), "(file)", str(error), "fix the TOML syntax") from None
+    return parse_study(raw, source=str(path), default_name=path.stem)
+
+
+def parse_study(raw: dict[str, Any], source: str = "<memory>",
+                default_name: str = "study") -> StudySpec:
+    top = _Table(source, "", raw)
+    name = top.string("name", default_name)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise top.error("name", name, "use letters, digits, '.', '_' and '-' (a folder name)")
+    description = top.string("description", "")
+    backend = top.choice("backend", ("auto", "gem5", "qemu"), "gem5")
+    base = Path(source).resolve().parent if source != "<memory>" else Path.cwd()
+    inputs = {}
+    for key in ("kernel", "image"):
+        value = top.string(key, "project")
+        if value != "project":
+            path = (base / Path(value).expanduser()).resolve()
+            if not path.is_file():
+                raise top.error(key, value, 'no such file; give a path or "project" (the '
+                                "project's own build)")
+            value = str(path)
+        inputs[key] = value
+    presets = top.strings("presets")
+    if not presets:
+        raise top.error("presets", [], 'list at least one preset, e.g. ["arch1"]')
+    for preset in presets:
+        try:
+            load_topology(preset)
+        except TopologyError as error:
+            raise top.error("presets", preset, str(error)) from None
+    utilisation = top.number("utilisation", 0.5) or 0.0
+    if not 0 < utilisation < 1:
+        raise top.error("utilisation", utilisation, "must be between 0 and 1 (e.g. 0.5)")
+    requests = top.integer("requests", 300, minimum=100,
+                           why=" (a p99 needs a few hundred requests)")
+    warmup_requests = top.integer("warmup_requests", 30)
+    services = _parse_services(top.table("service"))
+    listed = top.strings("services", tuple(services))
+    unknown = [s for s in listed if s not in services]
+    if unknown:
+        raise top.error("services", unknown[0], f"add a [service.{unknown[0]}] table with "
+                        "its service_us estimates")
+    services = {s: services[s] for s in listed}
+    cell = top.table("cell")
+    cell_tables: dict[str, Any] = {}
+    for key in CELL_TABLES:
+        value = cell.raw(key)
+        if value is not None:
+            cell_tables[key] = value
+    cell.finish()
+    validate = []
+    for text in top.strings("validate"):
+        preset, _, service = text.partition("/")
+        if preset not in presets or service not in services:
+            raise top.error("validate", text, 'name cells as "<preset>/<service>" from '
+                            "presets and services")
+        validate.append((preset, service))
+    top.finish()
+    return StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
+                     presets, services, utilisation,
+                     requests, warmup_requests, tuple(validate), cell_tables)
+
+
+def _parse_services(table: _Table) -> dict[str, StudyService]:
+    services = {}
+    for name in table.data:
+        if name not in SERVICES:
+            raise table.error(name, name, f"unknown service; choose from "
+                              f"{', '.join(sorted(SERVICES))}")
+        t = table.table(name)
+        assert isinstance(t, _Table)
+        estimates = t.table("service_us")
+        service_s = {}
+        for kind in CORE_TYPES:
+            value = estimates.number(kind, None)
+            if not value:
+                raise estimates.error(kind, value if value is not None else "(missing)",
+                                      "give one request's estimated service time in us on "
+                                      f"a {kind} core (it sets the sampled load)")
+            service_s[kind] = value * 1e-6
+        estimates.finish()
+        qos_text = t.raw("qos")
+        qos_ns = float(SERVICES[name].qos_ns)
+        if qos_text is not None:
+            try:
+                qos_ns = parse_time_ps(qos_text) / 1e3
+            except (UnitError, ValueError) as error:
+                raise t.error("qos", qos_text, str(error)) from None
+        options = t.raw("options", {})
+        if not isinstance(options, dict) or not all(isinstance(v, str)
+                                                    for v in options.values()):
+            raise t.error("options", options, 'must be a table of strings, e.g. '
+                          '{ keys = "20000" }')
+        t.finish()
+        services[name] = StudyService(name, service_s, qos_ns, dict(options))
+    return services
+
+
+# ----------------------------------------------------------------------------- TOML out
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, int) or math.isfinite(value) else "nan"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def to_toml(document: dict[str, Any]) -> str:
+    """A spec document as TOML: scalars first, then one [table] per sub-table (tables of
+    tables one level down, as campaign specs have them: [apps.kvstore])."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in document.items() if not isinstance(v, dict)]
+
+    def table(prefix: str, body: dict[str, Any]) -> Iterator[str]:
+        yield f"\n[{prefix}]"
+        for key, value in body.items():  # a table inside one is written inline
+            yield f"{key} = {_toml_value(value)}"
+
+    for key, value in document.items():
+        if not isinstance(value, dict):
+            continue
+        if key == "apps":  # [apps.NAME] tables
+            for app, body in value.items():
+                lines.extend(table(f"apps.{app}", body))
+        else:
+            lines.extend(table(key, value))
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- the folder
+
+@dataclass(frozen=True)
+class StudyDir:
+    root: Path
+
+    def spec_path(self, cell: Cell) -> Path:
+        return self.root / "specs" / f"{cell.name}.toml"
+
+    def cell_dir(self, cell: Cell) -> Path:
+        return self.root / "cells" / cell.name
+
+    def write_specs(self, study: StudySpec) -> list[tuple[Cell, Path]]:
+        """Every cell's campaign spec, written when new or changed (atomically)."""
+        written = []
+        for cell in study.cells():
+            path = self.spec_path(cell)
+            text = (f"# Written by `pimcloud study` from {study.source}; edit the study, "
+                    "not this file.\n" + to_toml(study.cell_spec(cell)))
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, text)
+            written.append((cell, path))
+        return written
+
+
+def each_cell(study: StudySpec, root: Path, log: Callable[[str], None] = print
+              ) -> Iterator[tuple[Cell, Path, Path]]:
+    """(cell, its spec file, its campaign folder), writing the specs first."""
+    folder = StudyDir(root)
+    for cell, path in folder.write_specs(study):
+        yield cell, path, folder.cell_dir(cell)

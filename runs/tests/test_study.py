@@ -1,0 +1,149 @@
+"""The characterisation study: spec, cells and their campaign specs, and a whole study
+(run, status, validate, report) against the fake gem5, read by the analysis."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pimcloud.runs.spec import parse_spec
+from pimcloud.runs.study import StudyError, load_study, parse_study, to_toml
+from pimcloud.study_cli import run_order
+
+STUDY = """
+name = "tiny"
+kernel = "vmlinux"
+image = "disk.img"
+presets = ["arch1", "arch8"]
+services = ["kvstore", "imgdnn"]
+utilisation = 0.5
+requests = 200
+warmup_requests = 20
+validate = ["arch1/kvstore"]
+[service.kvstore]
+service_us = { brawny = 1000, wimpy = 2500 }
+qos = "20ms"
+[service.imgdnn]
+service_us = { brawny = 2000, wimpy = 5000 }
+[cell.limits]
+host_time = "60s"
+memory = "2GiB"
+"""
+
+# The same study with the project's own kernel and image (nothing to find on disk).
+PROJECT_STUDY = STUDY.replace('kernel = "vmlinux"\nimage = "disk.img"\n', "")
+
+
+def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
+    study = load_study("characterisation-gem5")
+    cells = {(c.preset, c.service): c for c in study.cells()}
+    assert len(cells) == 9 * 6
+    arch1, arch8, arch9 = (cells[(p, "kvstore")] for p in ("arch1", "arch8", "arch9"))
+    assert (arch1.cores, arch1.core_type) == (4, "brawny")
+    assert (arch8.cores, arch8.core_type) == (16, "wimpy")
+    assert (arch9.cores, arch9.core_type) == (16, "wimpy")  # 8 + 8 over two stacks
+    # The sampled load is the utilisation of the estimated capacity.
+    kv = study.services["kvstore"]
+    assert arch1.sample_rps == pytest.approx(study.utilisation * 4 / kv.service_s["brawny"],
+                                             rel=1e-2)
+    for cell in (arch1, arch8):
+        raw = tomllib.loads(to_toml(study.cell_spec(cell)))
+        spec = parse_spec(raw, source=f"{cell.name}.toml")
+        (run,) = spec.runs()
+        assert run.topology == cell.preset and run.scenario.manager == "none"
+        assert run.scenario.threads == cell.cores == spec.apps["kvstore"].threads
+        assert run.scenario.rps_of(spec.apps["kvstore"]) == cell.sample_rps
+        # requests / rps of measured time, so every cell has the same request count
+        assert spec.length.measured_s * cell.sample_rps == pytest.approx(study.requests,
+                                                                          rel=1e-2)
+        assert spec.apps["kvstore"].options == {"keys": "20000"}
+        # The id a max-load probe of this app gets: probes and the sample share a folder.
+        assert run.run_id == f"apps-kvstore_rps-{cell.sample_rps:g}"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ('utilisation = 1.5', "utilisation"),
+    ('services = ["kvstore", "nosuch"]', "add a [service.nosuch] table"),
+    ('validate = ["arch2/kvstore"]', "validate"),
+    ('presets = ["arch42"]', "presets"),
+])
+def test_study_errors_name_the_field(change: str, message: str) -> None:
+    key = change.split(" =")[0]
+    text = "\n".join(line for line in PROJECT_STUDY.splitlines()
+                     if not line.startswith(key + " ="))
+    with pytest.raises(StudyError, match=re.escape(message)):
+        parse_study(tomllib.loads(change + "\n" + text))
+
+
+def test_a_service_without_estimates_is_refused() -> None:
+    text = PROJECT_STUDY.replace("service_us = { brawny = 2000, wimpy = 5000 }",
+                                 "service_us = { brawny = 2000 }")
+    with pytest.raises(StudyError, match=re.escape("service.imgdnn.service_us.wimpy")):
+        parse_study(tomllib.loads(text))
+
+
+def test_parallel_jobs_take_different_presets() -> None:
+    study = parse_study(tomllib.loads(PROJECT_STUDY))
+    order = [c.name for c in run_order(study.cells(), jobs=2)]
+    assert order == ["arch1-kvstore", "arch8-kvstore", "arch1-imgdnn", "arch8-imgdnn"]
+    assert [c.name for c in run_order(study.cells(), jobs=1)][:2] == ["arch1-kvstore",
+                                                                      "arch1-imgdnn"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pimcloud.cli", *args], capture_output=True,
+                          text=True)
+
+
+def test_a_study_runs_resumes_validates_and_reports(
+        fake_gem5: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's cells are what the analysis reads: run.json axes, lats.bin, the
+    max-load search's record; the report's Table III and claims come from them."""
+    (tmp_path / "vmlinux").write_bytes(b"\x7fELF fake kernel")
+    (tmp_path / "disk.img").write_bytes(b"fake image" * 100)
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(STUDY)
+    # The fake serves each app at this many rps (M/M/1 service times of 1/rate).
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000, "imgdnn": 400}))
+    out = tmp_path / "study"
+    done = cli("study", "plan", str(spec), "--out", str(out), "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "4 cells" in done.stdout and "checkpoint boot of arch1" in done.stdout
+    done = cli("study", "run", str(spec), "--out", str(out), "--jobs", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = cli("study", "status", str(out))
+    assert status.returncode == 0
+    assert status.stdout.count("1/1 done") == 4, status.stdout
+    # Again: nothing is made twice.
+    runs_before = sorted(p.name for p in out.glob("cells/*/runs/*"))
+    assert cli("study", "run", str(spec), "--out", str(out)).returncode == 0
+    assert sorted(p.name for p in out.glob("cells/*/runs/*")) == runs_before
+    done = cli("study", "validate", str(out), "--tolerance", "0.2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the model predicts" in done.stdout and "measured max load" in done.stdout
+    done = cli("study", "report", str(out))
+    assert done.returncode == 0, done.stderr
+    tables = out / "report" / "tables"
+    table = pd.read_csv(tables / "table_iii.csv")
+    assert set(table["arch"]) == {"arch1", "arch8"} and set(table["app"]) == {"kvstore",
+                                                                               "imgdnn"}
+    base = table[table["arch"] == "arch1"]
+    assert (base["normalized_max_load"] == 1.0).all()
+    # The fake's service rate does not depend on the cores: 16 servers carry more load.
+    arch8 = table[table["arch"] == "arch8"]
+    assert (arch8["normalized_max_load"] > 2).all()
+    assert (table["sample_requests"] > 100).all()
+    valid = pd.read_csv(tables / "validation.csv")
+    assert list(valid["arch"]) == ["arch1"] and valid["measured_rps"].iloc[0] > 0
+    assert valid["predicted_rps"].iloc[0] > 0 and pd.notna(valid["error"].iloc[0])
+    claims = pd.read_csv(tables / "claims.csv")
+    assert "Arch 8 beats every CPU-centric" in claims["claim"].iloc[0]
+    assert claims["verdict"].iloc[0].startswith("holds")
+    assert (out / "report" / "figures" / "fig2.png").is_file()
+    assert (out / "report" / "figures" / "table_iii.png").is_file()
