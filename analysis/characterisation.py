@@ -17,6 +17,7 @@ search.  Method (analysis/README.md, "The characterisation"):
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -325,8 +326,10 @@ def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFr
 
 
 def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
-                       qos_how: str = "knee", screenshot: bool = False) -> Path:
-    """Tables (CSV), figures (PNG + SVG) and index.html of a study folder."""
+                       qos_how: str = "knee", screenshot: bool = False,
+                       reference: Path | None = None) -> Path:
+    """Tables (CSV), figures (PNG + SVG) and index.html of a study folder; with
+    ``reference``, its tables and figures are also copied there (analysis/reference/)."""
     out = (out or root / "report").resolve()
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -352,6 +355,15 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         drawn = ["fig2", "table_iii"]
     index = out / "index.html"
     atomic_write_text(index, _html(study, tables, drawn))
+    if reference is not None:
+        from .reference import REFERENCE_TABLES
+
+        (reference / "figures").mkdir(parents=True, exist_ok=True)
+        for name in REFERENCE_TABLES:
+            atomic_write_text(reference / f"{name}.csv", tables[name].to_csv(index=False))
+        for stem in drawn:
+            shutil.copyfile(out / "figures" / f"{stem}.png",
+                            reference / "figures" / f"{stem}.png")
     if screenshot:
         from .screenshot import screenshot as shoot
 

@@ -172,6 +172,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         yield Section("Tail latency per run", "Sojourn time percentiles per run and app "
                       "(ms here, ns in the CSV).",
                       [("latency per run", table)])
+        yield from _reference_section(table, campaign)
         yield from _load_sections(campaign, table, axes, qos, out)
         yield from _mix_sections(campaign, table, axes, qos, out)
         yield from _timeline_sections(campaign, qos, out)
@@ -220,6 +221,26 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         text = "<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in campaign.problems) + \
             "</ul>"
         yield Section("Problems found while reading", text)
+
+
+def _reference_section(table: pd.DataFrame, campaign: Campaign) -> Iterator[Section]:
+    """Runs of one service alone on a preset the bundle's reference covers, beside it."""
+    from .reference import REFERENCE_DIR, beside_reference
+
+    if "topology" not in table.columns and "topology" in campaign.runs.columns:
+        table = table.merge(campaign.runs[["run_id", "topology"]], on="run_id", how="left")
+    single = table[table.groupby("run_id")["app"].transform("count") == 1]
+    beside = beside_reference(single)
+    if beside.empty:
+        return
+    yield Section(
+        "Beside the reference results",
+        "Each run of one service alone on a preset that the bundle's reference study "
+        f"covers ({REFERENCE_DIR}, analysis/reference/README.md), with the reference's p99 "
+        "at the same load (its M/G/k curve over the service times it measured, one worker "
+        "per core) and its max load. A ratio far from 1 means another setup (workers, "
+        "placement, data) or another gem5, kernel or image.",
+        [("beside the reference", beside)])
 
 
 def _load_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],

@@ -215,7 +215,11 @@ def _report(args: argparse.Namespace) -> int:
     from .analysis.characterisation import write_study_report
 
     study, root = open_study(args.study)
-    out = write_study_report(study, root, args.out, screenshot=args.screenshot)
+    from .analysis.reference import REFERENCE_DIR
+
+    out = write_study_report(study, root, args.out, qos_how=args.qos,
+                             screenshot=args.screenshot,
+                             reference=REFERENCE_DIR if args.reference else None)
     print(f"report: {out}")
     return 0
 
@@ -254,4 +258,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     report.add_argument("study", type=Path)
     report.add_argument("--out", type=Path, help="default <study>/report")
     report.add_argument("--screenshot", action="store_true")
+    report.add_argument("--qos", choices=("knee", "table2"), default="knee",
+                        help="QoS per service: the knee of its arch1 curve, or Table II's")
+    report.add_argument("--reference", action="store_true",
+                        help="also write the tables and figures into analysis/reference/ "
+                             "(the bundle's reference results)")
     report.set_defaults(handler=_report)
