@@ -25,6 +25,7 @@ from .guest_scenario import (
     HANG_NOTICE,
     STARTUP_ALLOWANCE_S,
     app_checkpointed,
+    part_switches_at_start,
     write_scenario,
 )
 from .progress import RunProgress
@@ -72,7 +73,9 @@ class Gem5Backend:
         spec = run.spec
         if app_checkpointed(run, self.name):
             app = self.app_checkpoints.ensure(run)
-            restored, start_s, fast_forward = app.ckpt, app.simulated_seconds, False
+            restored, start_s = app.ckpt, app.simulated_seconds
+            # The run's own part on the atomic cores, then the switch (run_part_script).
+            fast_forward = part_switches_at_start(run, self.name)
             used = {"checkpoint": app.meta["boot_key"], "app_checkpoint": app.folder.name}
         else:
             key, meta = self.checkpoints.ensure(run.topology)

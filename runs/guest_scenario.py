@@ -62,6 +62,13 @@ def fast_forwarded(run: Run, backend: str) -> bool:
                                                                                      backend)
 
 
+def part_switches_at_start(run: Run, backend: str) -> bool:
+    """Whether a run restored from an app checkpoint starts on the atomic cores (with
+    caches) and switches to the detailed ones just before its start signal: its own part
+    (manager, cgroups, start files) then costs atomic speed, as fast-forwarded set-ups do."""
+    return app_checkpointed(run, backend) and run.spec.gem5.fast_forward
+
+
 def app_checkpointed(run: Run, backend: str) -> bool:
     """Whether the run restores an app checkpoint: its services were launched and loaded
     once for its app set (setup_script), and it brings only its own part (run_part_script)."""
@@ -571,8 +578,10 @@ def run_part_script(run: Run) -> str:
     """One run's part, sourced by the app set's script after the restore."""
     lines = ["# sourced by the app set's script (setup_script) in the restored guest",
              f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
-             f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run),
-             *started_lines(run, "gem5")]
+             f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run)]
+    if part_switches_at_start(run, "gem5"):
+        lines += ['say "run part ready: switching to the detailed cores"', "m5 switchcpu"]
+    lines += started_lines(run, "gem5")
     return "\n".join(lines) + "\n"
 
 

@@ -111,7 +111,11 @@ def test_app_checkpoint_splits_the_app_set_from_each_runs_own_part(
     assert setup.rstrip().endswith(". /tmp/run-part/run.sh")
     part = run_part_script(runs[0])
     assert "pimcloud-kvstore" not in part.replace("start-kvstore", "")
-    assert "m5 switchcpu" not in part and "--rps" in part
+    # The run's own part runs on the atomic cores and switches just before its start
+    # signal (fast_forward, the default); without fast_forward it starts detailed.
+    assert part.index("m5 switchcpu") < part.index("start-kvstore") and "--rps" in part
+    detailed = load_spec(write_spec("detailed", extra="[gem5]\nfast_forward = false\n"))
+    assert "m5 switchcpu" not in run_part_script(next(iter(detailed.runs())))
     # Two runs of the set: the same set-up folder, byte for byte; their own parts differ.
     for index, run in enumerate(runs[:2]):
         write_setup(run, tmp_path / f"setup{index}", ship_programs=False)
