@@ -425,25 +425,37 @@ class _Table(CheckedTable):
         return picoseconds / 1e12
 
 
-def resolve_spec_path(name_or_path: str | Path) -> Path:
-    """A spec file, or the name of one in runs/campaigns/ ("quickstart")."""
+def resolve_named_toml(name_or_path: str | Path, shipped_dir: Path,
+                       error_type: type[InputError] = SpecError) -> Path:
+    """A TOML file, or the name of one shipped in ``shipped_dir`` ("quickstart")."""
     candidate = Path(name_or_path)
     if candidate.is_file():
         return candidate
-    shipped = CAMPAIGN_DIR / f"{name_or_path}.toml"
+    shipped = shipped_dir / f"{name_or_path}.toml"
     if shipped.is_file():
         return shipped
-    names = ", ".join(sorted(p.stem for p in CAMPAIGN_DIR.glob("*.toml")))
-    raise SpecError(str(name_or_path), "(file)", str(name_or_path),
-                    f"no such spec file; give a path or one of: {names}")
+    names = ", ".join(sorted(p.stem for p in shipped_dir.glob("*.toml")))
+    raise error_type(str(name_or_path), "(file)", str(name_or_path),
+                     f"no such file; give a path or one of: {names}")
+
+
+def read_named_toml(name_or_path: str | Path, shipped_dir: Path,
+                    error_type: type[InputError] = SpecError) -> tuple[Path, dict[str, Any]]:
+    """The file ``resolve_named_toml`` finds and its TOML document."""
+    path = resolve_named_toml(name_or_path, shipped_dir, error_type)
+    try:
+        return path, tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise error_type(str(path), "(file)", str(error), "fix the TOML syntax") from None
+
+
+def resolve_spec_path(name_or_path: str | Path) -> Path:
+    """A spec file, or the name of one in runs/campaigns/ ("quickstart")."""
+    return resolve_named_toml(name_or_path, CAMPAIGN_DIR)
 
 
 def load_spec(name_or_path: str | Path) -> CampaignSpec:
-    path = resolve_spec_path(name_or_path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise SpecError(str(path), "(file)", str(error), "fix the TOML syntax") from None
+    path, raw = read_named_toml(name_or_path, CAMPAIGN_DIR)
     return parse_spec(raw, source=str(path), default_name=path.stem)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from pimcloud.topology.units import UnitError, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError
+from .spec import read_named_toml, resolve_named_toml
 
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
 CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
@@ -152,23 +152,12 @@ def _time_text(seconds: float) -> str:
 
 
 def resolve_study_path(name_or_path: str | Path) -> Path:
-    candidate = Path(name_or_path)
-    if candidate.is_file():
-        return candidate
-    shipped = STUDY_DIR / f"{name_or_path}.toml"
-    if shipped.is_file():
-        return shipped
-    names = ", ".join(sorted(p.stem for p in STUDY_DIR.glob("*.toml")))
-    raise StudyError(str(name_or_path), "(file)", str(name_or_path),
-                     f"no such study spec; give a path or one of: {names}")
+    """A study spec, or the name of one in runs/studies/."""
+    return resolve_named_toml(name_or_path, STUDY_DIR, StudyError)
 
 
 def load_study(name_or_path: str | Path) -> StudySpec:
-    path = resolve_study_path(name_or_path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise StudyError(str(path), "(file)", str(error), "fix the TOML syntax") from None
+    path, raw = read_named_toml(name_or_path, STUDY_DIR, StudyError)
     return parse_study(raw, source=str(path), default_name=path.stem)
 
 
