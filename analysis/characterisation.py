@@ -46,6 +46,7 @@ class CellResult:
     points: pd.DataFrame  # every finished run: rps, requests, p99_ns, p99_low, p99_high...
     host_seconds: float  # of the sampled run (gem5 host time, app checkpoint excluded)
     folder: Path  # the cell's campaign
+    setup_host_seconds: float = float("nan")  # of its app checkpoint (shared by its runs)
 
     @property
     def queue(self) -> MGk:
@@ -93,6 +94,7 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
     sample: tuple[np.ndarray, float] | None = None
+    setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
         lats = _lats(record_path.parent, cell.service)
@@ -116,12 +118,23 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
                                                    float(qos)) if qos else None),
                      "run_id": record["run_id"]})
         if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
-            seconds = float((record.get("execution") or {}).get("host_seconds") or np.nan)
-            sample = (service, seconds)
+            execution = record.get("execution") or {}
+            sample = (service, float(execution.get("host_seconds") or np.nan))
+            setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
     return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
-                      folder)
+                      folder, setup)
+
+
+def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
+    """Host time of the app checkpoint a run restored (its meta.json in the store)."""
+    try:
+        store = Path(json.loads((folder / "campaign.json").read_text())["checkpoint_root"])
+        meta = json.loads((store / "apps" / str(app_checkpoint) / "meta.json").read_text())
+        return float(meta["host_seconds"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return float("nan")
 
 
 def read_study(study: StudySpec, root: Path) -> list[CellResult]:
@@ -207,7 +220,8 @@ def table_iii(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,
                      "sample_p99_ns": float(sample["p99_ns"].iloc[0]) if len(sample) else np.nan,
-                     "sample_host_seconds": result.host_seconds})
+                     "sample_host_seconds": result.host_seconds,
+                     "setup_host_seconds": result.setup_host_seconds})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
