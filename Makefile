@@ -30,8 +30,11 @@ $(VENV)/.installed: pyproject.toml
 
 python: $(VENV)/.installed
 
-cxx: apt
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Debian's SQLite source, for oltp (guest/sqlite_source.py), is made once into the cache.
+cxx: apt python
+	sqlite=$$($(PY) -m pimcloud.guest.sqlite_source) && \
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DPIMCLOUD_SQLITE_DIR="$$sqlite" >/dev/null
 	cmake --build $(BUILD)
 
 test-cxx: cxx

@@ -310,15 +310,22 @@ def _installed_packages(root: Path) -> dict[str, str]:
     return dict(sorted(packages.items()))
 
 
+def _append(log_file: Path, line: str) -> None:
+    with log_file.open("a") as log:
+        log.write(line + "\n")
+
+
 def _stage_binaries(target: Path, log_file: Path) -> None:
     """Our programs: the project's CMake build (as `make cxx` does), then whatever its
     install rules put under the prefix; that prefix becomes /opt/pimcloud."""
     target.mkdir(parents=True, exist_ok=True)
     if not (REPO_ROOT / "CMakeLists.txt").exists() or shutil.which("cmake") is None:
         return
-    if not (CMAKE_BUILD_DIR / "CMakeCache.txt").exists():
-        _run(["cmake", "-S", str(REPO_ROOT), "-B", str(CMAKE_BUILD_DIR), "-G", "Ninja",
-              "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], log_file)
+    from .sqlite_source import ensure_sqlite_source  # it reads this module's mirror
+
+    sqlite = ensure_sqlite_source(log=lambda line: _append(log_file, line))
+    _run(["cmake", "-S", str(REPO_ROOT), "-B", str(CMAKE_BUILD_DIR), "-G", "Ninja",
+          "-DCMAKE_BUILD_TYPE=RelWithDebInfo", f"-DPIMCLOUD_SQLITE_DIR={sqlite}"], log_file)
     _run(["nice", "-n", "10", "cmake", "--build", str(CMAKE_BUILD_DIR), "-j2"], log_file)
     _run(["cmake", "--install", str(CMAKE_BUILD_DIR), "--prefix", str(target)], log_file)
 
