@@ -16,7 +16,9 @@ model (O3 host, in-order PIM) and runs until the guest exits; the guest reads th
 scenario with m5 readfile and returns results with m5 writefile into OUTDIR.  With
 ``--fast-forward`` the restored run stays on the boot cores (atomic, now with caches,
 which it warms) until the guest runs ``m5 switchcpu``, so a scenario's set-up costs
-atomic speed and only its measured part runs on the detailed cores.  ``setup`` restores
+atomic speed and only its measured part runs on the detailed cores; a second
+``m5 switchcpu`` (the guest's wrap-up, once the services' requests are done) dumps the
+statistics and goes back to the boot cores for the rest.  ``setup`` restores
 a checkpoint on the boot cores (as ``boot``, no caches), runs a set-up scenario (services
 launched and loaded) until the guest asks for a checkpoint again, and saves that one, the
 app checkpoint, into ``--save-dir``; every run of that app set restores it instead of
@@ -96,7 +98,8 @@ def build_board(args: argparse.Namespace) -> PimBoard:
     restoring = args.mode in ("restore", "check")
     # setup runs on the boot cores as a boot does: atomic, without caches.
     processor = PimProcessor(topology, boot_model=getattr(args, "boot_cpu", "atomic"),
-                             start_detailed=getattr(args, "resume", False))
+                             start_detailed=getattr(args, "resume", False)
+                             and switches_made(args.checkpoint_dir) == 1)
     board = PimBoard(topology=topology, processor=processor,
                      memory=PimStackMemory(topology),
                      cache_hierarchy=PimCacheHierarchy(topology, caches=restoring))
@@ -111,6 +114,19 @@ def build_board(args: argparse.Namespace) -> PimBoard:
         exit_on_work_items=False,
     )
     return board
+
+
+SWITCHES_FILE = "pimcloud-switches"  # in a progress checkpoint: the guest's switches so far
+
+
+def switches_made(checkpoint_dir: str) -> int:
+    """How many ``m5 switchcpu`` a run had made when its progress checkpoint was taken:
+    1 on the detailed cores (and in checkpoints older than the count), 2 in the wrap-up."""
+    path = os.path.join(checkpoint_dir, SWITCHES_FILE)
+    if not os.path.isfile(path):
+        return 1
+    with open(path) as count:
+        return int(count.read().strip() or 1)
 
 
 def start_event_queue() -> None:
@@ -140,7 +156,7 @@ class Progress:
         self.offsets: dict = {}
         os.makedirs(os.path.join(self.folder, "segments"), exist_ok=True)
 
-    def maybe_save(self, board: PimBoard) -> None:
+    def maybe_save(self, board: PimBoard, switches: int) -> None:
         if time.time() - self.last < self.every:
             return
         tick = m5.curTick()
@@ -162,6 +178,8 @@ class Progress:
         os.replace(segment, os.path.join(self.folder, "segments", str(tick)))
         partial = os.path.join(self.folder, f".partial-ckpt-{tick}")
         m5.checkpoint(partial)
+        with open(os.path.join(partial, SWITCHES_FILE), "w") as count:
+            count.write(f"{switches}\n")
         os.replace(partial, os.path.join(self.folder, f"ckpt-{tick}"))
         for name in os.listdir(self.folder):
             if name.startswith("ckpt-") and name != f"ckpt-{tick}":
@@ -187,12 +205,18 @@ def run(args: argparse.Namespace) -> int:
               f"{len(board.get_memory().get_memory_controllers())} memory controllers",
               flush=True)
         return 0
+    # The guest's `m5 switchcpu` requests: the first (its start signal) goes to the
+    # detailed cores, the second (its wrap-up, once the requests are done) back.
+    switches = 0
     if args.mode == "restore":
         m5.instantiate(args.checkpoint_dir)
         board._post_instantiate()
-        if not args.fast_forward and not args.resume:
+        if args.resume:
+            switches = switches_made(args.checkpoint_dir)
+        elif not args.fast_forward:
             start_event_queue()
             board.get_processor().switch_to_detailed()
+            switches = 1
         if args.stats_period:
             m5.stats.periodicStatDump(m5.ticks.fromSeconds(
                 m5.util.convert.toLatency(args.stats_period)))
@@ -212,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         cause = event.getCause()
         if progress is not None and cause == "simulate() limit reached" and \
                 m5.curTick() < limit:
-            progress.maybe_save(board)
+            progress.maybe_save(board, switches)
             continue
         print(f"pimcloud: exit at tick {m5.curTick()} ({time.time() - started:.0f} s host): "
               f"{cause}", flush=True)
@@ -226,9 +250,20 @@ def run(args: argparse.Namespace) -> int:
         if cause == "switchcpu":
             processor = board.get_processor()
             # A set-up stays on the boot cores: its board has no caches for the others.
-            if args.mode == "restore" and not processor.is_detailed():
+            if args.mode != "restore":
+                continue
+            switches += 1
+            if switches == 1:
                 processor.switch_to_detailed()
                 print(f"pimcloud: switched to the detailed cores at tick {m5.curTick()}",
+                      flush=True)
+            elif switches == 2 and processor.is_detailed():
+                # The measured part is over: its statistics end here in a dump of their
+                # own, and the wrap-up (outputs, checks, results) runs at atomic speed.
+                m5.stats.dump()
+                m5.stats.reset()
+                processor.switch_to_boot()
+                print(f"pimcloud: back on the atomic cores at tick {m5.curTick()}",
                       flush=True)
             continue
         if cause == "m5_exit instruction encountered":

@@ -69,6 +69,33 @@ def part_switches_at_start(run: Run, backend: str) -> bool:
     return app_checkpointed(run, backend) and run.spec.gem5.fast_forward
 
 
+DONE_FIFO = "/run/pimcloud/done.fifo"  # each service writes a line once its requests are done
+
+
+def wraps_up_atomic(run: Run, backend: str) -> bool:
+    """Whether a gem5 run leaves the detailed cores once every service's measured requests
+    are done: its outputs, checks and results are then written at atomic speed (a
+    service's end-of-run check, e.g. kvstore's scan of every key, is no measurement)."""
+    return (backend == "gem5" and run.spec.gem5.fast_forward
+            and synchronised_start(run, backend))
+
+
+def wrapup_lines(run: Run, backend: str) -> list[str]:
+    """Before the switch to the detailed cores: a FIFO the services write to when their
+    requests are done (harness --done-file) and a reader blocked on it (no polling: it costs
+    no detailed-core time) that switches back to the atomic cores after the last one."""
+    if not wraps_up_atomic(run, backend):
+        return ['SWITCHER=""']
+    ending = len(run.apps) - sum(1 for e in run.scenario.events if e.kind == "kill")
+    return [
+        f"rm -f {DONE_FIFO}; mkfifo {DONE_FIFO}",
+        f"( exec 3<>{DONE_FIFO}; n=0; while [ $n -lt {ending} ] && read -r _ <&3; do "
+        'n=$((n+1)); done; say "measured requests done: the wrap-up on the atomic cores"; '
+        "m5 switchcpu ) &",
+        "SWITCHER=$!",
+    ]
+
+
 def app_checkpointed(run: Run, backend: str) -> bool:
     """Whether the run restores an app checkpoint: its services were launched and loaded
     once for its app set (setup_script), and it brings only its own part (run_part_script)."""
@@ -217,6 +244,7 @@ def run_args(run: Run, index: int, backend: str) -> RunArgs:
         gem5_work_type=index if backend == "gem5" else None,
         # The agent profiles apps it has no max loads for: the harness answers there.
         control_file=CONTROL_FILE if s.manager != "none" else None,
+        done_file=DONE_FIFO if wraps_up_atomic(run, backend) else None,
         extra=run.spec.early_stop.harness_args(app.qos_ns))
 
 
@@ -516,7 +544,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
         'say "services done"',
-        "for pid in $TIMERS $SAMPLER; do kill $pid 2>/dev/null; done",
+        "for pid in $TIMERS $SAMPLER $SWITCHER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).
         f'cp {LATENCY_FILE} "$R/latency.jsonl" 2>/dev/null',
@@ -545,6 +573,7 @@ def run_script(run: Run, backend: str) -> str:
     if not synchronised_start(run, backend):
         lines += best_effort_lines(run)
     lines += launch_lines(run, backend)
+    lines += wrapup_lines(run, backend)
     if fast_forwarded(run, backend):
         # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
         lines += ['say "services ready: switching to the detailed cores"', "m5 switchcpu"]
@@ -578,7 +607,8 @@ def run_part_script(run: Run) -> str:
     """One run's part, sourced by the app set's script after the restore."""
     lines = ["# sourced by the app set's script (setup_script) in the restored guest",
              f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
-             f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run)]
+             f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run),
+             *wrapup_lines(run, "gem5")]
     if part_switches_at_start(run, "gem5"):
         lines += ['say "run part ready: switching to the detailed cores"', "m5 switchcpu"]
     lines += started_lines(run, "gem5")

@@ -20,7 +20,7 @@ RUN_OPTIONS = frozenset({
     "--stats-file", "--stats-socket", "--interval-ms", "--tids-file", "--control-socket",
     "--control-file", "--check-every", "--log-answers", "--gem5", "--gem5-work-type",
     "--early-stop-qos-ms", "--early-stop-confidence", "--early-stop-min-requests",
-    "--early-stop-meet"})
+    "--early-stop-meet", "--done-file"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class RunArgs:
     gem5_hooks: bool = False
     gem5_work_type: int | None = None
     control_file: str | None = None
+    done_file: str | None = None  # a line there once the measured requests are done
     extra: tuple[str, ...] = field(default=())
 
     @property
@@ -81,6 +82,8 @@ class RunArgs:
             args += ["--gem5-work-type", str(self.gem5_work_type)]
         if self.control_file:
             args += ["--control-file", self.control_file]
+        if self.done_file:
+            args += ["--done-file", self.done_file]
         args += list(self.extra)
         flags = [word for word in args if word.startswith("--")]
         assert all(flag in RUN_OPTIONS for flag in flags), flags

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pimcloud.runs.backends import hang_detail
 from pimcloud.runs.guest_scenario import (
+    DONE_FIFO,
     HANG_EXIT,
     HANG_MARK,
     AgentConfigError,
@@ -23,10 +25,11 @@ from pimcloud.runs.guest_scenario import (
     setup_script,
     start_file_of,
     watchdog_lines,
+    wrapup_lines,
     write_scenario,
     write_setup,
 )
-from pimcloud.runs.spec import load_spec
+from pimcloud.runs.spec import ScenarioEvent, load_spec
 from pimcloud.workloads.harness_args import RUN_OPTIONS
 
 
@@ -78,9 +81,13 @@ def test_gem5_runs_load_on_atomic_cores_then_switch_and_release_the_services(
     m5 = program_candidates("m5")
     if not m5:
         pytest.skip("the m5 command is not built (make cxx)")
-    # Up to the start signal: the numa_maps sampler that follows runs until the end.
+    # Up to the start signal: the numa_maps sampler that follows runs until the end, and
+    # the wrap-up's switcher waits for the services (tested on its own, below).
     barrier = script[script.index("for f in /run/pimcloud/ready-"):
                      script.index("(\n  trap ")]
+    wrapup = "\n".join(wrapup_lines(run, "gem5")) + "\n"
+    assert wrapup in barrier
+    barrier = barrier.replace(wrapup, "")
     barrier = barrier.replace("/run/pimcloud", str(tmp_path))
     for app in run.apps:
         (tmp_path / f"ready-{app.name}").write_text("1\n")
@@ -114,6 +121,9 @@ def test_app_checkpoint_splits_the_app_set_from_each_runs_own_part(
     # The run's own part runs on the atomic cores and switches just before its start
     # signal (fast_forward, the default); without fast_forward it starts detailed.
     assert part.index("m5 switchcpu") < part.index("start-kvstore") and "--rps" in part
+    # ...and back to the atomic cores once the services' requests are done.
+    assert part.index(f"mkfifo {DONE_FIFO}") < part.index("m5 switchcpu")
+    assert f"--done-file {DONE_FIFO}" in part
     detailed = load_spec(write_spec("detailed", extra="[gem5]\nfast_forward = false\n"))
     assert "m5 switchcpu" not in run_part_script(next(iter(detailed.runs())))
     # Two runs of the set: the same set-up folder, byte for byte; their own parts differ.
@@ -123,6 +133,30 @@ def test_app_checkpoint_splits_the_app_set_from_each_runs_own_part(
     assert (tmp_path / "setup0/run.sh").read_bytes() == (tmp_path / "setup1/run.sh").read_bytes()
     assert (tmp_path / "part0/run-id").read_text() != (tmp_path / "part1/run-id").read_text()
     assert json.loads((tmp_path / "part0/scenario.json").read_text())["app_checkpoint"]
+
+
+def test_the_wrap_up_switches_back_once_every_service_is_done(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """The switcher blocks on the FIFO (no polling) and runs `m5 switchcpu` after the
+    last service's line, not before; a killed app is not waited for."""
+    m5 = program_candidates("m5")
+    if not m5:
+        pytest.skip("the m5 command is not built (make cxx)")
+    run = load_spec(write_spec()).run_at({"apps": ["kvstore", "oltp"]})
+    assert "-lt 2 ]" in wrapup_lines(run, "gem5")[1]
+    killed = replace(run, scenario=replace(run.scenario, events=(
+        ScenarioEvent(0.05, "kill", app="oltp"),)))
+    assert "-lt 1 ]" in wrapup_lines(killed, "gem5")[1]  # a killed app is not waited for
+    script = "\n".join(['say() { echo "pimcloud-run $*"; }', *wrapup_lines(run, "gem5"),
+                        f"echo kvstore 1 > {DONE_FIFO}", "sleep 0.3",
+                        'say "one done"', f"echo oltp 2 > {DONE_FIFO}",
+                        "wait $SWITCHER"]).replace("/run/pimcloud", str(tmp_path))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
+                          env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
+                               "PIMCLOUD_BACKEND": "native"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.index("one done") < done.stdout.index("measured requests done")
+    assert "switchcpu" in done.stderr
 
 
 def test_the_real_harness_takes_the_run_options_from_its_start_file(
@@ -137,7 +171,8 @@ def test_the_real_harness_takes_the_run_options_from_its_start_file(
     run_options = RunArgs(rps=3000, seconds=0.05, warmup_s=0.01, seed=4,
                           out=str(tmp_path / "out"), stats_file=str(tmp_path / "live.jsonl"),
                           interval_ms=20, gem5_work_type=1,
-                          control_file=str(tmp_path / "control.jsonl")).args()
+                          control_file=str(tmp_path / "control.jsonl"),
+                          done_file=str(tmp_path / "done")).args()
     start = tmp_path / "go"
     process = subprocess.Popen([str(synthetic[0]), "--threads", "1", "--ready-file",
                                 str(tmp_path / "ready"), "--start-file", str(start)],
@@ -150,6 +185,8 @@ def test_the_real_harness_takes_the_run_options_from_its_start_file(
     assert summary["requests"] > 0 and summary["schedule"] == [[0, 3000]], summary
     assert summary["seed"] == 4 and summary["warmup"] == 30, summary
     assert (tmp_path / "live.jsonl").read_text().strip()
+    # It said when its measured requests were done (the wrap-up's signal), once.
+    assert (tmp_path / "done").read_text() == f"synthetic {process.pid}\n"
     # An option that would reshape the loaded service is refused, by name.
     refused = subprocess.Popen([str(synthetic[0]), "--start-file", str(tmp_path / "go2")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

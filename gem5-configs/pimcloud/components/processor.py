@@ -97,9 +97,17 @@ class PimProcessor(AbstractProcessor):
 
     def switch_to_detailed(self) -> None:
         """Hand every CPU's state from its boot core to its detailed core."""
-        if self._current == "detailed":
+        self._switch_to("detailed")
+
+    def switch_to_boot(self) -> None:
+        """Hand every CPU's state back to its boot core (atomic): for the wrap-up of a run
+        once its measured part is over."""
+        self._switch_to("boot")
+
+    def _switch_to(self, role: str) -> None:
+        if self._current == role:
             return
         pairs = [(old.get_simobject(), new.get_simobject())
-                 for old, new in zip(self._sets["boot"], self._sets["detailed"], strict=True)]
-        m5.switchCpus(self._board, pairs)
-        self._current = "detailed"
+                 for old, new in zip(self._sets[self._current], self._sets[role], strict=True)]
+        m5.switchCpus(self._board, pairs)  # drains, and sets the memory mode of the new set
+        self._current = role

@@ -1,5 +1,6 @@
 #include "pimcloud/harness/runner.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -386,6 +387,8 @@ std::string usage(const std::string& app) {
   --early-stop-confidence C  one-sided confidence of that (0.99)
   --early-stop-min-requests N  decided requests before any verdict (100)
   --early-stop-meet  also end it once p99 <= Q ms is certain
+  --done-file F     write one line to F (a FIFO the scenario reads, or a file) as soon
+                    as the measured region's last request is done, before the outputs
   --ready-file F    create F once the service has loaded its data
   --start-file F    then wait for F to exist before generating any load; F may hold
                     the run's own options (load, lengths, seed, outputs, statistics,
@@ -429,6 +432,7 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--control-file") o.control_file = value();
     else if (flag == "--ready-file") o.ready_file = value();
     else if (flag == "--start-file") o.start_file = value();
+    else if (flag == "--done-file") o.done_file = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
     else if (flag == "--gem5") o.gem5 = true;
     else if (flag == "--gem5-work-type") {
@@ -500,6 +504,18 @@ void announce_exit(const std::string& app, const HarnessOptions& o) {
                     std::to_string(getpid()) + ",\"t_ns\":" + std::to_string(now_ns()) + "}");
 }
 
+// The scenario learns that this app's requests are all done (in gem5 it then leaves the
+// detailed cores for the wrap-up: outputs, checks). Non-blocking: with no reader on a
+// FIFO there is nobody to tell.
+void announce_done(const std::string& app, const HarnessOptions& o) {
+  if (o.done_file.empty()) return;
+  const int fd = ::open(o.done_file.c_str(), O_WRONLY | O_NONBLOCK | O_APPEND | O_CREAT, 0644);
+  if (fd < 0) return;
+  const std::string line = app + " " + std::to_string(getpid()) + "\n";
+  [[maybe_unused]] const ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
 bool wait_for_start(const HarnessOptions& o) {
   if (!o.ready_file.empty()) atomic_write(o.ready_file, std::to_string(getpid()) + "\n");
   if (o.start_file.empty()) return true;
@@ -516,7 +532,7 @@ bool is_run_option(const std::string& flag) {
       "--stats-file", "--stats-socket", "--interval-ms", "--tids-file", "--control-socket",
       "--control-file", "--check-every", "--log-answers", "--gem5", "--gem5-work-type",
       "--early-stop-qos-ms", "--early-stop-confidence", "--early-stop-min-requests",
-      "--early-stop-meet"};
+      "--early-stop-meet", "--done-file"};
   return run_options.count(flag) > 0;
 }
 
@@ -596,6 +612,7 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
       return 0;
     }
     const RunResult result = run(*service, options);
+    announce_done(app, options);
     // The app's service ends here: the manager may recycle its cores while it writes.
     announce_exit(app, options);
     write_outputs(options, result);

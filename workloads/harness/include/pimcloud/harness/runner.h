@@ -31,6 +31,7 @@ struct HarnessOptions {
                               // requests for this app (profiling.h)
   std::string ready_file;     // created once the service has loaded its data...
   std::string start_file;     // ...then the harness waits for this file before any load
+  std::string done_file;      // a line here once the measured region's last request is done
                               // (a gem5 run switches to detailed cores, or checkpoints,
                               // in between); its text may carry the run's own options
   std::uint64_t interval_ns = 100'000'000;
