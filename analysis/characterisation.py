@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import EngFormatter
 
 from ..atomic import atomic_write_text
 from ..runs.maxload import early_stop_of, meets_qos
@@ -358,6 +359,7 @@ def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFr
     figure = figures.latency_vs_load(
         frame, table.rename(columns={"max_load_rps": "max_load"}), system="arch")
     for ax in figure.axes:
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 50k, not 50000
         app = ax.get_title()
         for index, arch in enumerate(sorted(frame[frame["app"] == app]["arch"].unique())):
             for result in results:
