@@ -388,8 +388,11 @@ def best_effort_lines(run: Run) -> list[str]:
         lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"']
     if s.be and s.manager != "none":
         # The agent creates the BE cgroup when it starts.
-        lines += [f"for _ in $(seq 1 200); do [ -e {CGROUP_ROOT}/be/cgroup.procs ] && break; "
-                  "sleep 0.01; done",
+        # A counted loop of shell builtins, not $(seq 1 200): Debian's seq computes in x87
+        # long double, which gem5 leaves unimplemented, and never ends there
+        # (gem5-configs/README.md); in gem5 the jobs then never started.
+        lines += ["tries=0; while [ ! -e " + f"{CGROUP_ROOT}/be/cgroup.procs ] && "
+                  "[ $tries -lt 200 ]; do sleep 0.01; tries=$((tries + 1)); done",
                   f"for pid in $BE; do echo $pid > {CGROUP_ROOT}/be/cgroup.procs || "
                   'say "best-effort pid $pid: not in the BE cgroup"; done']
     return lines

@@ -4,6 +4,7 @@ manager that dies early fails the run, and a bad agent config is caught on the h
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
@@ -12,10 +13,12 @@ from pathlib import Path
 import pytest
 from pimcloud.runs.backends import hang_detail
 from pimcloud.runs.guest_scenario import (
+    CGROUP_ROOT,
     DONE_FIFO,
     HANG_EXIT,
     HANG_MARK,
     AgentConfigError,
+    best_effort_lines,
     check_agent_config,
     hang_after_s,
     harness_command,
@@ -255,3 +258,29 @@ def test_only_gem5_runs_get_a_watchdog_scaled_to_the_run_length(
     assert "WATCHDOG=$!" not in run_script(run, "qemu")
     span = spec.length.warmup_s + spec.length.measured_s
     assert hang_after_s(run, "gem5") == pytest.approx(3 * span + 0.2)
+
+
+def test_no_script_calls_seq() -> None:
+    """Debian's seq computes in x87 long double and never ends in gem5: the best-effort
+    jobs of be-gem5 waited for their cgroup with $(seq 1 200) and never started."""
+    from pimcloud.runs.spec import CAMPAIGN_DIR
+
+    for path in sorted(CAMPAIGN_DIR.glob("*.toml")):
+        for run in load_spec(path).runs():
+            for script in (run_script(run, "gem5"), run_part_script(run), setup_script(run)):
+                assert not re.search(r"\bseq\b", script), (path.name, run.run_id)
+
+
+def test_best_effort_jobs_wait_for_their_cgroup_without_seq(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    spec = load_spec(write_spec())
+    run = next(r for r in spec.runs() if r.scenario.manager == "pimcloud")
+    run = replace(run, scenario=replace(run.scenario, be=("membw",)))
+    lines = best_effort_lines(run)
+    wait = next(line for line in lines if line.startswith("tries=0"))
+    cgroup = tmp_path / "be"
+    script = (f"(sleep 0.2; mkdir -p {cgroup}; touch {cgroup}/cgroup.procs) &\n"
+              + wait.replace(CGROUP_ROOT, str(tmp_path)) + '\necho "waited $tries"\n')
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    tries = int(done.stdout.split()[-1])
+    assert 5 <= tries < 200, done.stdout  # it waited for the cgroup, and not to the end
