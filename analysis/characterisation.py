@@ -70,8 +70,8 @@ def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
 
 def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarray:
     """Each request's time on a worker, for the model: its service time plus the harness's
-    hand-over to an idle worker (a futex wake of a sleeping thread on a halted core: about
-    6 us on arch1's O3 cores, twice a kvstore request's service). The hand-over is the
+    hand-over to an idle worker (a futex wake of a sleeping thread on a halted core: 8.7 us
+    on average on arch1's O3 cores, three times a kvstore request's service). The hand-over is the
     queue time of requests that arrived while fewer than ``servers`` were in the system,
     so no queueing is in it; it is drawn at random for every request (without timestamps,
     lats.bin: service time alone)."""
@@ -149,23 +149,14 @@ def read_study(study: StudySpec, root: Path) -> list[CellResult]:
     return found
 
 
-def predicted_max_load(folder: Path, service: str) -> float:
-    """The model's max load of a cell folder at its service's Table II / default QoS
-    (the start of a direct max-load search)."""
-    record = json.loads((folder / "campaign.json").read_text())
-    spec_text = record["spec_text"]
-    import tomllib
-
-    raw = tomllib.loads(spec_text)
-    cores = int(raw["scenario"]["threads"])
-    rps = float(raw["axes"]["rps"][0])
-    cell = Cell(raw["system"]["topology"], service, cores, "", rps)
+def predicted_max_load(folder: Path, cell: Cell, qos_ns: float) -> float:
+    """The model's max load of a cell at ``qos_ns`` (where a direct max-load search of the
+    cell starts)."""
     result = read_cell(folder, cell)
     if result is None:
-        raise ValueError(f"{folder}: its sampled run ({rps:g} rps) is not done; "
+        raise ValueError(f"{folder}: its sampled run ({cell.sample_rps:g} rps) is not done; "
                          "`pimcloud study run` first")
-    qos = float(raw["apps"][service]["qos"].removesuffix("ms")) * 1e6
-    return float(f"{result.queue.max_load(qos):.3g}")
+    return float(f"{result.queue.max_load(qos_ns):.3g}")
 
 
 # ----------------------------------------------------------------------------- tables

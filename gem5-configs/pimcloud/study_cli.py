@@ -199,7 +199,7 @@ def _validate(args: argparse.Namespace) -> int:
         cell = study.cell(preset, service)
         folder = root / "cells" / cell.name
         campaign = open_campaign(folder)
-        start = predicted_max_load(folder, service)
+        start = predicted_max_load(folder, cell, study.services[service].qos_ns)
         print(f"study validate {cell.name}: the model predicts {start:g} rps; bisecting")
 
         def make_runs(campaign: Any = campaign) -> None:
