@@ -207,6 +207,10 @@ class Gem5Options:
     binary: str | None = None
     limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
     extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
+    # The board's hardware counters (scons-extra PimCounters): page-access counters, miss
+    # counters, bandwidth throttle. Part of the boot checkpoint's key: a checkpoint made
+    # with them restores only with them.
+    counters: bool = False
 
 
 @dataclass(frozen=True)
@@ -515,7 +519,8 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         progress_every_s=_host_seconds(g, "progress_every"),
         binary=_binary(g, base),
         limit_margin=g.number("limit_margin", 1.0) or 0.0,
-        extra_args=g.strings("extra_args"))
+        extra_args=g.strings("extra_args"),
+        counters=_boolean(g, "counters", False))
     g.finish()
 
     q = top.table("qemu")
