@@ -19,10 +19,11 @@ LinuxMachine::LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages)
       movePages_(std::move(movePages)),
       cgroups_(options_.cgroupRoot),
       idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap") {
-  if (options_.hotness == "hw") {
-    std::string error;
-    counters_ = HwCounters::open(error, options_.countersDevice);
-    if (!counters_) hotnessNote_ = "hardware counters unavailable (" + error + "): idle page tracking";
+  // The counters serve the miss counters and the throttle whatever the hotness source.
+  std::string error;
+  counters_ = HwCounters::open(error, options_.countersDevice);
+  if (!counters_ && options_.hotness == "hw") {
+    hotnessNote_ = "hardware counters unavailable (" + error + "): idle page tracking";
   }
 }
 
@@ -183,8 +184,27 @@ void LinuxMachine::trackHardwareHotness(int pid) {
   }
 }
 
+std::map<int, MissSample> LinuxMachine::missCounters() {
+  std::map<int, MissSample> out;
+  if (!counters_) return out;
+  std::string error;
+  if (const auto cpus = counters_->cpus(error)) {
+    for (const CpuCounters& c : *cpus) out[c.cpu] = {c.misses, c.outstandingCycles, c.cycles};
+  }
+  return out;
+}
+
+Status LinuxMachine::setBandwidthThrottle(const std::vector<int>& cpus, int level) {
+  if (!counters_) return Machine::setBandwidthThrottle(cpus, level);
+  for (int cpu : cpus) {
+    std::string error;
+    if (!counters_->setThrottle(cpu, level, error)) return Status::failure(error);
+  }
+  return Status::success();
+}
+
 void LinuxMachine::trackHotness(int pid) {
-  if (counters_) {
+  if (hotnessSource() == "hw") {
     trackHardwareHotness(pid);
     return;
   }

@@ -38,7 +38,9 @@ class LinuxMachine : public Machine {
 
   Status prepare();  // creates the cgroup tree when cgroups are used
   // "hw" or "idle": the source in use, and why it is not the one asked for ("" if it is).
-  std::string hotnessSource() const { return counters_ ? "hw" : "idle"; }
+  std::string hotnessSource() const {
+    return options_.hotness == "hw" && counters_ ? "hw" : "idle";
+  }
   const std::string& hotnessNote() const { return hotnessNote_; }
 
   std::map<int, std::uint64_t> freeBytesPerNode() override;
@@ -49,6 +51,8 @@ class LinuxMachine : public Machine {
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   void trackHotness(int pid) override;
+  std::map<int, MissSample> missCounters() override;
+  Status setBandwidthThrottle(const std::vector<int>& cpus, int level) override;
   bool alive(const AppHandle& app) override;
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;
   void releaseApp(const AppHandle& app) override;
