@@ -224,8 +224,8 @@ PimCounters::unserialize(CheckpointIn &cp)
     }
 }
 
-PimCounters::CounterStats::CounterStats(PimCounters &counters)
-    : statistics::Group(&counters),
+PimCounters::CounterStats::CounterStats(PimCounters &owner)
+    : statistics::Group(&owner),
       ADD_STAT(countedAccesses, statistics::units::Count::get(),
                "Requests that reached a counted stack"),
       ADD_STAT(uncountedAccesses, statistics::units::Count::get(),

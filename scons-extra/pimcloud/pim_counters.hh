@@ -44,7 +44,7 @@ class PimCounters : public BasicPioDevice
 
     struct CounterStats : public statistics::Group
     {
-        explicit CounterStats(PimCounters &counters);
+        explicit CounterStats(PimCounters &owner);
 
         statistics::Scalar countedAccesses;
         statistics::Scalar uncountedAccesses;
