@@ -42,7 +42,7 @@
 
 static void __iomem *regs;
 static u64 num_stacks, num_cpus, max_query;
-static DEFINE_MUTEX(device_lock); /* the query registers are shared by every opener */
+static DEFINE_MUTEX(counters_lock); /* the query registers are shared by every opener */
 
 struct answer {
 	char *text;
@@ -251,7 +251,7 @@ static void run_command(struct answer *a, char *line)
 		    "without counters)\n");
 		return;
 	}
-	mutex_lock(&device_lock);
+	mutex_lock(&counters_lock);
 	if (!strcmp(verb, "info"))
 		do_info(a);
 	else if (!strcmp(verb, "hottest") && fields == 3)
@@ -266,7 +266,7 @@ static void run_command(struct answer *a, char *line)
 	} else
 		say(a, "error: unknown command '%s': info, hottest N NODE, cpus, throttle CPU "
 		    "LEVEL, decay PS, whois PFN\n", verb);
-	mutex_unlock(&device_lock);
+	mutex_unlock(&counters_lock);
 }
 
 /* ---------------------------------------------------------------- the file */
