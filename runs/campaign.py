@@ -128,7 +128,7 @@ def choose_backend(choice: str, log: Log, binary: str | None = None, counters: b
         if counters and "PimCounters" not in info.present:
             raise Gem5Missing(f"{info.path} lacks PimCounters, which [gem5] counters = true "
                               "needs: build gem5 with this checkout's scons-extra (README, "
-                              "'Building gem5')")
+                              "'What you need')")
     except Gem5Missing as error:
         if choice == "gem5":
             raise CampaignError(f"backend gem5: {error}") from None

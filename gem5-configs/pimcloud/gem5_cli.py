@@ -75,6 +75,9 @@ def gem5_inputs(topology: str, kernel: Path | None, image: Path | None,
 
     load_topology(topology)  # a bad name or file fails here, before anything is built
     info = require_usable_gem5()
+    if counters and "PimCounters" not in info.present:
+        raise Gem5Missing(f"{info.path} lacks PimCounters: build gem5 with this checkout's "
+                          "scons-extra (README, 'What you need')")
     if kernel is None:
         from pimcloud.guest.kernel import build_kernel
 
@@ -83,9 +86,6 @@ def gem5_inputs(topology: str, kernel: Path | None, image: Path | None,
         from pimcloud.guest.image import build_image
 
         image = build_image().path
-    if counters and "PimCounters" not in info.present:
-        raise Gem5Missing(f"{info.path} lacks PimCounters: build gem5 with this checkout's "
-                          "scons-extra (README, 'Building gem5')")
     return Gem5Inputs(info.path, topology, kernel.resolve(), image.resolve(), mem_divisor,
                       counters=counters)
 

@@ -12,6 +12,7 @@
  *   cpus                    per CPU: "cpu misses outstanding_cycles cycles throttle"
  *   throttle CPU LEVEL      set a CPU's bandwidth throttle level (0 = off)
  *   decay PICOSECONDS       counts halve once per period (0 = never)
+ *   reset NODE              clear NODE's page counts, first CPUs and types
  *   whois PFN               the process and virtual page mapping a frame (no device
  *                           needed: the reverse map the hottest answer uses)
  *
@@ -205,6 +206,19 @@ static void do_hottest(struct answer *a, u64 n, u64 node)
 	}
 }
 
+static void do_reset(struct answer *a, u64 node)
+{
+	int stack = stack_of_node(node);
+
+	if (stack < 0) {
+		say(a, "error: node %llu has no page counters (see `info`)\n", node);
+		return;
+	}
+	reg_write(PIMC_QUERY_STACK, stack);
+	reg_write(PIMC_QUERY_CMD, PIMC_CMD_RESET);
+	say(a, "ok reset node %llu status %llu\n", node, reg_read(PIMC_QUERY_STATUS));
+}
+
 static void do_cpus(struct answer *a)
 {
 	u64 c;
@@ -258,6 +272,8 @@ static void run_command(struct answer *a, char *line)
 		do_hottest(a, x, y);
 	else if (!strcmp(verb, "cpus"))
 		do_cpus(a);
+	else if (!strcmp(verb, "reset") && fields == 2)
+		do_reset(a, x);
 	else if (!strcmp(verb, "throttle") && fields == 3)
 		do_throttle(a, x, y);
 	else if (!strcmp(verb, "decay") && fields == 2) {
@@ -265,7 +281,7 @@ static void run_command(struct answer *a, char *line)
 		say(a, "ok decay_period_ps %llu\n", reg_read(PIMC_DECAY_PERIOD_PS));
 	} else
 		say(a, "error: unknown command '%s': info, hottest N NODE, cpus, throttle CPU "
-		    "LEVEL, decay PS, whois PFN\n", verb);
+		    "LEVEL, decay PS, reset NODE, whois PFN\n", verb);
 	mutex_unlock(&counters_lock);
 }
 

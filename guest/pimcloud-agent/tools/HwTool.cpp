@@ -2,6 +2,9 @@
 //   pimcloud-hw info | cpus | hottest N NODE | throttle CPU LEVEL | decay PS | whois PFN
 //   pimcloud-hw self-test   map a page, find its frame in /proc/self/pagemap and check
 //                           that the driver's reverse map names this process and page
+//   pimcloud-hw hotset [--nodes 1,2] [--pages 200] [--cold 2000] [--rounds 100]
+//                      [--host-cpu 0] [--pim-cpu C] [--min-precision 0.9]
+//                           the counters' acceptance test (tools/HotSet.h)
 // Prints the driver's answer; exits 1 on an "error:" answer or a failed self-test.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,6 +19,8 @@
 #include <string>
 
 #include "backend/HwCounters.h"
+#include "backend/Sysfs.h"
+#include "tools/HotSet.h"
 
 namespace {
 
@@ -60,6 +65,32 @@ int selfTest(const pimcloud::HwCounters& hw) {
   return ok ? 0 : 1;
 }
 
+int hotSet(int argc, char** argv) {
+  pimcloud::HotSetOptions o;
+  double minPrecision = 0.9;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    try {
+      if (flag == "--nodes") {
+        const auto nodes = pimcloud::parseCpuList(value);
+        if (!nodes || nodes->empty()) throw std::invalid_argument(value);
+        o.nodes = *nodes;
+      } else if (flag == "--pages") o.hotPages = std::stoi(value);
+      else if (flag == "--cold") o.coldPages = std::stoi(value);
+      else if (flag == "--rounds") o.rounds = std::stoi(value);
+      else if (flag == "--host-cpu") o.hostCpu = std::stoi(value);
+      else if (flag == "--pim-cpu") o.pimCpu = std::stoi(value);
+      else if (flag == "--min-precision") minPrecision = std::stod(value);
+      else throw std::invalid_argument("unknown option");
+    } catch (const std::exception&) {
+      std::cerr << "pimcloud-hw hotset: bad " << flag << " " << value << "\n";
+      return 2;
+    }
+  }
+  return pimcloud::runHotSet(o, minPrecision);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +108,7 @@ int main(int argc, char** argv) {
   }
   const auto hw = pimcloud::HwCounters::driver();
   if (verb == "self-test") return selfTest(hw);
+  if (verb == "hotset") return hotSet(argc, argv);
   std::string command = verb;
   for (int i = 2; i < argc; ++i) command += std::string(" ") + argv[i];
   const std::string answer = hw.ask(command);
