@@ -330,6 +330,16 @@ def claims(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def spearman(a: pd.Series, b: pd.Series) -> float:
+    """Spearman's rho: Pearson's correlation of the ranks (ties share their mean rank).
+    Written out because pandas' own method needs scipy, which the bundle does not use."""
+    ranks_a = a.rank(method="average").astype(float)
+    ranks_b = b.rank(method="average").astype(float)
+    if ranks_a.nunique() < 2 or ranks_b.nunique() < 2:
+        return np.nan  # a constant column ranks nothing
+    return float(np.corrcoef(ranks_a.to_numpy(), ranks_b.to_numpy())[0, 1])
+
+
 def rank_correlations(table: pd.DataFrame) -> pd.DataFrame:
     """Spearman's rank correlation with the paper per Table III column (app x metric),
     over the architectures both have."""
@@ -340,8 +350,7 @@ def rank_correlations(table: pd.DataFrame) -> pd.DataFrame:
             ours = table[table["app"] == app].set_index("arch")[metric]
             theirs = paper[paper["app"] == app].set_index("arch")[metric]
             common = ours.index.intersection(theirs.index)
-            rho = (float(ours[common].corr(theirs[common], method="spearman"))
-                   if len(common) >= 3 else np.nan)
+            rho = spearman(ours[common], theirs[common]) if len(common) >= 3 else np.nan
             rows.append({"metric": metric, "app": app, "architectures": len(common),
                          "spearman": rho})
     return pd.DataFrame(rows)

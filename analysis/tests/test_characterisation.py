@@ -42,3 +42,23 @@ def test_occupied_never_below_service() -> None:
     occupied = occupied_ns(frame, servers=4)
     assert (occupied >= frame["service_ns"].to_numpy()).all()
     assert occupied.mean() == pytest.approx(frame["service_ns"].mean() + 50, rel=0.02)
+
+
+def test_spearman_is_the_rank_correlation_without_scipy() -> None:
+    from pimcloud.analysis.characterisation import rank_correlations, spearman
+
+    a = pd.Series([1.0, 2.0, 3.0, 4.0])
+    assert spearman(a, pd.Series([10.0, 20.0, 30.0, 40.0])) == pytest.approx(1.0)
+    assert spearman(a, pd.Series([4.0, 3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+    # Monotone but not linear: still 1; one swap of four: 1 - 6*2/(4*15) = 0.8.
+    assert spearman(a, pd.Series([1.0, 8.0, 27.0, 64.0])) == pytest.approx(1.0)
+    assert spearman(a, pd.Series([2.0, 1.0, 3.0, 4.0])) == pytest.approx(0.8)
+    assert np.isnan(spearman(a, pd.Series([5.0, 5.0, 5.0, 5.0])))
+    # Three architectures in a Table III column are enough for a coefficient.
+    table = pd.DataFrame({"arch": ["arch1", "arch4", "arch8"], "app": "kvstore",
+                          "tail_over_qos": [0.75, 1.2, 3.5],
+                          "normalized_max_load": [1.0, 0.5, 0.0]})
+    ranks = rank_correlations(table).set_index("metric")
+    assert ranks.loc["tail_over_qos", "architectures"] == 3
+    # The paper's kvstore tails: arch1 0.21 < arch8 0.40 < arch4 0.53: one swap of three.
+    assert ranks.loc["tail_over_qos", "spearman"] == pytest.approx(0.5)
