@@ -370,12 +370,15 @@ def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFr
     """Fig. 2: per service, the model's p99 against load per architecture, the measured
     points with their p99 intervals, QoS (dashed) and max loads (dotted)."""
     frame = curve_frame.merge(qos[["app", "qos_ns"]], on="app")
+    # One colour per architecture in every panel (Table III's order).
+    colors = {arch: f"C{index}" for index, arch in enumerate(ARCHITECTURES)}
     figure = figures.latency_vs_load(
-        frame, table.rename(columns={"max_load_rps": "max_load"}), system="arch")
+        frame, table.rename(columns={"max_load_rps": "max_load"}), system="arch",
+        colors=colors)
     for ax in figure.axes:
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 50k, not 50000
         app = ax.get_title()
-        for index, arch in enumerate(sorted(frame[frame["app"] == app]["arch"].unique())):
+        for arch in sorted(frame[frame["app"] == app]["arch"].unique()):
             for result in results:
                 if (result.cell.service, result.cell.preset) != (app, arch):
                     continue
@@ -383,7 +386,7 @@ def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFr
                 ax.errorbar(pts["rps"], pts["p99_ns"] / 1e6,
                             yerr=[(pts["p99_ns"] - pts["p99_low_ns"]) / 1e6,
                                   (pts["p99_high_ns"] - pts["p99_ns"]) / 1e6],
-                            fmt="s", ms=4, color=f"C{index}", mfc="white", capsize=2)
+                            fmt="s", ms=4, color=colors[arch], mfc="white", capsize=2)
     return figure
 
 

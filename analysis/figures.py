@@ -52,6 +52,7 @@ def latency_vs_load(
     curves: pd.DataFrame,
     max_loads: pd.DataFrame | None = None,
     system: str = "system",
+    colors: Mapping[str, str] | None = None,
     tail: str = "p99_ns",
 ) -> Figure:
     """Fig. 2: tail latency against load per app, one line per system (host, PIM...).
@@ -65,7 +66,7 @@ def latency_vs_load(
         data = curves[curves["app"] == app]
         for index, (name, line) in enumerate(data.groupby(system, sort=True)):
             line = line.sort_values("rps")
-            color = f"C{index}"
+            color = (colors or {}).get(str(name), f"C{index}")
             ax.plot(line["rps"], line[tail] / 1e6, marker="o", ms=3, color=color,
                     label=str(name))
             if max_loads is not None:
