@@ -62,3 +62,24 @@ def test_spearman_is_the_rank_correlation_without_scipy() -> None:
     assert ranks.loc["tail_over_qos", "architectures"] == 3
     # The paper's kvstore tails: arch1 0.21 < arch8 0.40 < arch4 0.53: one swap of three.
     assert ranks.loc["tail_over_qos", "spearman"] == pytest.approx(0.5)
+
+
+def test_imgdnn_claim_uses_the_service_time_when_the_model_is_invalid() -> None:
+    from pimcloud.analysis.characterisation import claims
+
+    def verdict(table: pd.DataFrame) -> str:
+        found = claims(table)
+        row = found[found["claim"].str.startswith("ImgDNN cannot meet QoS")]
+        return str(row["verdict"].iloc[0])
+
+    base = {"app": "imgdnn", "qos_ns": 1.36e6, "normalized_max_load": np.nan}
+    # arch4 without a valid model, but a request alone takes longer than QoS: holds.
+    slow = pd.DataFrame([{**base, "arch": "arch4", "tail_over_qos": np.nan,
+                          "max_load_rps": np.nan, "mean_occupied_us": 1543.0}])
+    assert verdict(slow) == "holds"
+    # No model and a request fits in QoS: nothing can be said.
+    fast = slow.assign(mean_occupied_us=400.0)
+    assert verdict(fast) == "not measurable"
+    # A valid model that meets QoS: the claim does not hold.
+    met = slow.assign(tail_over_qos=0.5, max_load_rps=3000.0)
+    assert verdict(met) == "does not hold"
