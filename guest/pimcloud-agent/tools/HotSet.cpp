@@ -33,15 +33,6 @@ void pin(int cpu) {
   sched_setaffinity(0, sizeof(set), &set);
 }
 
-std::uint64_t frameOf(const void* address) {
-  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  std::uint64_t entry = 0;
-  const auto at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(address) / kPage * 8);
-  const bool read = ::pread(fd, &entry, sizeof(entry), at) == sizeof(entry);
-  ::close(fd);
-  return read && ((entry >> 63) & 1) ? entry & ((std::uint64_t{1} << 55) - 1) : 0;
-}
 
 // What each hot page is meant to be: shared (both CPUs touch it) and/or written.
 bool sharedPage(int i) { return i % 4 == 0; }
@@ -94,6 +85,16 @@ void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int round
 }
 
 }  // namespace
+
+std::uint64_t frameOf(const void* address) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::uint64_t entry = 0;
+  const auto at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(address) / kPage * 8);
+  const bool read = ::pread(fd, &entry, sizeof(entry), at) == sizeof(entry);
+  ::close(fd);
+  return read && ((entry >> 63) & 1) ? entry & ((std::uint64_t{1} << 55) - 1) : 0;
+}
 
 int runHotSet(const HotSetOptions& o, double minPrecision) {
   std::string error;

@@ -5,6 +5,7 @@
 // hottest frames of each memory are compared with the hot set (precision, types).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct HotSetOptions {
   int pimCpu = -1;                  // -1: the first CPU of the first memory's node
   int rounds = 100;                 // passes over the hot set per thread
 };
+
+// The physical frame behind an address of this process, or 0 (pagemap needs root).
+std::uint64_t frameOf(const void* address);
 
 // Runs the test, prints one JSON object (per memory: precision, types right, scan time)
 // and returns 0 when every memory's precision is at least `minPrecision`.

@@ -24,19 +24,6 @@
 
 namespace {
 
-// The frame behind a virtual address of this process, or 0 (pagemap needs root).
-std::uint64_t frameOf(const void* address) {
-  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  std::uint64_t entry = 0;
-  const off_t at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(address) /
-                                      static_cast<std::uintptr_t>(::getpagesize()) * 8);
-  const bool read = ::pread(fd, &entry, sizeof(entry), at) == sizeof(entry);
-  ::close(fd);
-  const bool present = (entry >> 63) & 1;
-  return read && present ? entry & ((std::uint64_t{1} << 55) - 1) : 0;
-}
-
 int selfTest(const pimcloud::HwCounters& hw) {
   const std::size_t size = static_cast<std::size_t>(::getpagesize());
   void* page = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -45,7 +32,7 @@ int selfTest(const pimcloud::HwCounters& hw) {
     return 1;
   }
   std::memset(page, 0x5a, size);
-  const std::uint64_t pfn = frameOf(page);
+  const std::uint64_t pfn = pimcloud::frameOf(page);
   if (pfn == 0) {
     std::cerr << "self-test: /proc/self/pagemap gave no frame (run as root)\n";
     return 1;
