@@ -55,10 +55,12 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
     kill = next(e for e in _lines(results / "events.jsonl") if e["kind"] == "kill")
     decisions = _lines(results / "decisions.jsonl")
     exit_line = next(d for d in decisions if d["event"] == "exit" and d["app"] == "imgdnn")
-    # Noticed at an interval start after the kill (100 ms intervals; QEMU's TCG can delay
-    # an interval by a few hundred ms when the services keep every vCPU busy).
+    # Noticed at the first interval after the kill (100 ms intervals; QEMU's TCG can delay
+    # an interval by a few hundred ms when the services keep every vCPU busy). An
+    # interval is labelled with its scheduled start (Engine::run), so one that woke late
+    # notices a kill made after its label: the delay may read negative by that lateness.
     delay = float(exit_line["t_ns"]) / 1e9 - float(kill["uptime_s"])  # type: ignore[arg-type]
-    assert -0.02 <= delay <= 0.5, delay
+    assert -0.5 <= delay <= 0.5, delay
     freed = set(exit_line["from_cores"])  # type: ignore[arg-type]
     # The kernel's view two intervals after imgdnn had gone: no cgroup of its own, and every
     # core it held is in the BE pool or with kvstore.
