@@ -357,6 +357,28 @@ def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
     return out[[*by, "t_s", "cores"]].reset_index(drop=True)
 
 
+def latency_estimates(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
+                      ) -> pd.DataFrame:
+    """The agent's memory-latency estimates (seed 003, from the board's miss counters) per
+    app: the misses-weighted mean of its ``latency-estimate`` events, their count and the
+    misses behind them. Empty when the run had no counters."""
+    columns = [*by, "estimate_ns", "intervals", "misses"]
+    if decisions.empty or "value_estimate_ns" not in decisions.columns:
+        return pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
+    rows = decisions[decisions["event"] == "latency-estimate"]
+    _require(rows, [*by, "value_estimate_ns", "value_misses"], "decisions")
+
+    def weighted(group: pd.DataFrame) -> pd.Series:
+        misses = group["value_misses"].astype(float)
+        mean = float(np.average(group["value_estimate_ns"], weights=misses))
+        return pd.Series({"estimate_ns": mean, "intervals": float(len(group)),
+                          "misses": float(misses.sum())})
+
+    out = rows.groupby(list(by), observed=True)[["value_estimate_ns", "value_misses"]].apply(
+        weighted)
+    return out.reset_index()
+
+
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [column for column in dict.fromkeys(columns) if column not in frame.columns]
     if missing:

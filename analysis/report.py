@@ -189,6 +189,15 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         section.figures.append(("Convergence time CDF (Fig. 10 form)",
                                 _save(figures.convergence_cdf(joined), out, "convergence")))
         yield section
+        estimates = metrics.latency_estimates(campaign.decisions)
+        if not estimates.empty:
+            yield Section(
+                "Memory latency from the hardware counters",
+                "The agent's estimate per app (seed 003: cache latency + the mean time its "
+                "CPUs' misses stayed outstanding below the caches, weighted by misses), from "
+                "the board's miss counters; gem5's own view is the memory read latency by "
+                "requester and target below.",
+                [("latency estimate per run and app", estimates)])
 
     if not campaign.progress.empty:
         # The job is the progress frame's "app"; a run's own "app" axis (single-app

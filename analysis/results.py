@@ -96,6 +96,12 @@ def read_decision_log(path: str | os.PathLike[str]) -> pd.DataFrame:
             frame.loc[empty, target] = np.nan
     if "pages_moved" in frame.columns:
         frame["pages_moved"] = frame["pages_moved"].fillna(0).astype(np.int64)
+    if "values" in frame.columns:
+        # Measurements an event carries ({"estimate_ns": .., "misses": ..}): one column
+        # each, value_<name>, NaN on the events without it.
+        values = frame.pop("values").map(lambda v: v if isinstance(v, dict) else {})
+        for name in sorted({key for record in values for key in record}):
+            frame[f"value_{name}"] = values.map(lambda v, n=name: v.get(n, np.nan)).astype(float)
     return frame.sort_values("t_ns", kind="stable").reset_index(drop=True)
 
 

@@ -57,6 +57,9 @@ def parse_args() -> argparse.Namespace:
                              "root device, our init)")
     parser.add_argument("--mem-divisor", type=int, default=1,
                         help="divide every capacity (quick experiments; changes the layout)")
+    parser.add_argument("--counters", action="store_true",
+                        help="add the hardware counters (scons-extra PimCounters); a "
+                             "checkpoint made with them restores only with them")
     modes = parser.add_subparsers(dest="mode", required=True)
     boot = modes.add_parser("boot", help="boot to the guest's checkpoint request and save it")
     boot.add_argument("--checkpoint-dir", required=True)
@@ -102,7 +105,8 @@ def build_board(args: argparse.Namespace) -> PimBoard:
                              and switches_made(args.checkpoint_dir) == 1)
     board = PimBoard(topology=topology, processor=processor,
                      memory=PimStackMemory(topology),
-                     cache_hierarchy=PimCacheHierarchy(topology, caches=restoring))
+                     cache_hierarchy=PimCacheHierarchy(topology, caches=restoring),
+                     counters=args.counters)
     kernel_args = args.kernel_args or DEFAULT_KERNEL_ARGS.format(root=args.root_device)
     board.set_kernel_disk_workload(
         kernel=KernelResource(local_path=args.kernel),

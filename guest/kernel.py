@@ -3,13 +3,16 @@
 One kernel serves every topology in gem5 (uncompressed ``vmlinux``) and QEMU (``bzImage``).
 The build runs out of tree in the cache (``$PIMCLOUD_CACHE``, default ``<repo>/.cache``):
 
-    kernel/linux-source-6.1-<version>/   the unpacked Debian source (read only)
+    kernel/linux-source-6.1-<version>/   the unpacked Debian source (read only but for
+                                         drivers/pimcloud/, our built-in driver, copied
+                                         in by every build from guest/driver/)
     kernel/build-<version>/              kbuild's O= folder, kept so rebuilds are incremental
     kernel/vmlinux, bzImage, config      the published artifacts of the last good build
     kernel/build.json                    the key those artifacts were built for
 
-The key covers the fragment, the source package version and this recipe, so a changed
-fragment is noticed; with an unchanged key and the artifacts present nothing runs at all.
+The key covers the fragment, the driver's sources, the source package version and this
+recipe, so a changed fragment or driver is noticed; with an unchanged key and the
+artifacts present nothing runs at all.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ from pimcloud.atomic import atomic_write_text
 from pimcloud.paths import cache_dir
 
 FRAGMENT = Path(__file__).resolve().parent / "kernel" / "pimcloud.config"
+# The guest driver of the hardware counters, built in (drivers/pimcloud/), and the register
+# map it shares with the gem5 device (its one home is scons-extra).
+DRIVER_DIR = Path(__file__).resolve().parent / "driver"
+DRIVER_FILES = (DRIVER_DIR / "Makefile", DRIVER_DIR / "pimcloud_counters.c",
+                Path(__file__).resolve().parents[1] / "scons-extra" / "pimcloud"
+                / "pim_counters_abi.h")
+DRIVER_MAKEFILE_LINE = "obj-y += pimcloud/"
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src") / f"{SOURCE_PACKAGE}.tar.xz"
 # Bump when the recipe below changes in a way that must rebuild every cached kernel.
@@ -143,9 +153,9 @@ def source_version() -> str:
     return version
 
 
-def build_key(fragment: bytes, version: str) -> str:
+def build_key(fragment: bytes, version: str, driver: tuple[bytes, ...] = ()) -> str:
     digest = hashlib.sha256()
-    for part in (f"recipe {RECIPE_VERSION}".encode(), version.encode(), fragment):
+    for part in (f"recipe {RECIPE_VERSION}".encode(), version.encode(), fragment, *driver):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     return digest.hexdigest()
@@ -189,6 +199,21 @@ def _unpack_source(version: str, log: Log) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return tree
+
+
+def _install_driver(tree: Path) -> None:
+    """Copy the built-in driver into drivers/pimcloud/ and list it in drivers/Makefile
+    (both only when they differ, so kbuild rebuilds only what changed)."""
+    target = tree / "drivers" / "pimcloud"
+    target.mkdir(exist_ok=True)
+    for source in DRIVER_FILES:
+        copy = target / source.name
+        if not copy.exists() or copy.read_bytes() != source.read_bytes():
+            shutil.copyfile(source, copy)
+    makefile = tree / "drivers" / "Makefile"
+    text = makefile.read_text()
+    if DRIVER_MAKEFILE_LINE not in text.splitlines():
+        makefile.write_text(text.rstrip("\n") + f"\n{DRIVER_MAKEFILE_LINE}\n")
 
 
 def _run_logged(command: list[str], cwd: Path, env: Mapping[str, str], log_file: Path) -> None:
@@ -237,7 +262,7 @@ def build_kernel(force: bool = False, *, jobs: int = 2, log: Log = print) -> Ker
     fragment_bytes = FRAGMENT.read_bytes()
     wanted = parse_fragment(fragment_bytes.decode(), str(FRAGMENT))
     version = source_version()
-    key = build_key(fragment_bytes, version)
+    key = build_key(fragment_bytes, version, tuple(p.read_bytes() for p in DRIVER_FILES))
     with _locked(kernel_dir() / ".lock"):
         cached = _published(key)
         if cached and not force:
@@ -246,6 +271,7 @@ def build_kernel(force: bool = False, *, jobs: int = 2, log: Log = print) -> Ker
             return dataclasses.replace(cached, seconds=seconds)
         _check_host_tools()
         tree = _unpack_source(version, log)
+        _install_driver(tree)
         out = kernel_dir() / f"build-{version}"
         out.mkdir(parents=True, exist_ok=True)
         log_file = kernel_dir() / "build.log"

@@ -113,10 +113,10 @@ def input_digests_of(inputs: dict[str, str | None], cache: Path) -> dict[str, st
     return digests
 
 
-def choose_backend(choice: str, log: Log, binary: str | None = None
+def choose_backend(choice: str, log: Log, binary: str | None = None, counters: bool = False
                    ) -> tuple[str, Path | None, str | None]:
     """(backend, gem5 path, gem5 version): ``auto`` takes gem5 when $GEM5 (or the spec's
-    ``gem5.binary``) is usable."""
+    ``gem5.binary``) is usable (and holds PimCounters when the spec asks for them)."""
     from pimcloud.gem5_runner import Gem5Missing, require_usable_gem5
 
     if choice == "qemu":
@@ -125,6 +125,10 @@ def choose_backend(choice: str, log: Log, binary: str | None = None
         return "qemu", None, None
     try:
         info = require_usable_gem5(binary)
+        if counters and "PimCounters" not in info.present:
+            raise Gem5Missing(f"{info.path} lacks PimCounters, which [gem5] counters = true "
+                              "needs: build gem5 with this checkout's scons-extra (README, "
+                              "'What you need')")
     except Gem5Missing as error:
         if choice == "gem5":
             raise CampaignError(f"backend gem5: {error}") from None
@@ -176,7 +180,8 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         campaign = Campaign(folder, spec, record)
         campaign.check_inputs()
         return campaign
-    chosen, gem5, version = choose_backend(backend or spec.backend, log, spec.gem5.binary)
+    chosen, gem5, version = choose_backend(backend or spec.backend, log, spec.gem5.binary,
+                                           spec.gem5.counters)
     if chosen == "gem5":
         for app in sorted({app for run in spec.runs() for app in run.scenario.apps}):
             caveat = gem5_caveat(app)

@@ -73,12 +73,13 @@ class Checkpoints:
 
     def inputs(self, topology: str) -> Gem5Inputs:
         return Gem5Inputs(self.gem5, topology, self.kernel, self.image,
-                          self.spec.gem5.mem_divisor, tuple(self.spec.gem5.extra_args))
+                          self.spec.gem5.mem_divisor, tuple(self.spec.gem5.extra_args),
+                          self.spec.gem5.counters)
 
     def key(self, topology: str) -> CheckpointKey:
         parts = self._boot_inputs(topology, self._input_digests(),
                                   self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
-                                  self._kernel_args())
+                                  self._kernel_args(), self.spec.gem5.counters)
         text = json.dumps({**parts, "gem5": self.gem5_version}, sort_keys=True)
         return CheckpointKey(topology, hashlib.sha256(text.encode()).hexdigest()[:16])
 
@@ -91,10 +92,14 @@ class Checkpoints:
 
     @staticmethod
     def _boot_inputs(topology: str, digests: dict[str, str], mem_divisor: int,
-                     boot_cpu: str, kernel_args: str | None) -> dict[str, Any]:
+                     boot_cpu: str, kernel_args: str | None,
+                     counters: bool = False) -> dict[str, Any]:
         """What a boot's checkpoint depends on, besides the gem5 binary."""
+        # Boards with the hardware counters hold one more SimObject; without them the
+        # key is what it was before the counters existed, so older checkpoints still fit.
+        extra: dict[str, Any] = {"counters": True} if counters else {}
         # The model's content, not where its file is (a checkout elsewhere shares keys).
-        return {"topology": repr(replace(load_topology(topology), source="")),
+        return {**extra, "topology": repr(replace(load_topology(topology), source="")),
                 "kernel": digests["kernel"], "image": digests["image"],
                 "mem_divisor": mem_divisor, "boot_cpu": boot_cpu,
                 "kernel_args": kernel_args}
@@ -129,16 +134,19 @@ class Checkpoints:
                 "`pimcloud gem5 boot`, or leave out the checkpoint so the campaign boots its own")
         wanted = self._boot_inputs(topology, self._input_digests(),
                                    self.spec.gem5.mem_divisor, self.spec.gem5.boot_cpu,
-                                   self._kernel_args())
+                                   self._kernel_args(), self.spec.gem5.counters)
         found = self._boot_inputs(record["topology"], record["input_sha256"],
                                   record["mem_divisor"],
                                   record.get("boot_cpu", "atomic"),
-                                  booted_kernel_args(booted / "m5out"))
-        differ = [name for name in wanted if wanted[name] != found[name]]
+                                  booted_kernel_args(booted / "m5out"),
+                                  record.get("counters", False))
+        differ = [name for name in {**wanted, **found}
+                  if wanted.get(name, False) != found.get(name, False)]
         if differ:
             # The others are model text and digests.
-            shown = {"mem_divisor", "boot_cpu", "kernel_args"}
-            detail = "; ".join(f"{name}: {found[name]} there, {wanted[name]} here"
+            shown = {"mem_divisor", "boot_cpu", "kernel_args", "counters"}
+            detail = "; ".join(f"{name}: {found.get(name, False)} there, "
+                               f"{wanted.get(name, False)} here"
                                if name in shown else f"{name} differs" for name in differ)
             raise ValueError(
                 f"{booted} was booted from other inputs than this campaign's ({detail}); "

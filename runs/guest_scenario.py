@@ -212,6 +212,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         "control": CONTROL_FILE,
         "log": f"{GUEST_RESULTS}/decisions.jsonl",
         "summary": f"{GUEST_RESULTS}/agent-summary.json",
+        **({"hotness": s.hotness} if s.hotness != "idle" else {}),
     }
 
 

@@ -39,7 +39,11 @@ PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
-SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads")
+SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
+                 "hotness")
+# Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
+# counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
+HOTNESS_SOURCES = ("idle", "hw")
 # What can happen to a run once its services have started (scenario.events): an app
 # arrives (starts its requests) or exits (ends its measured region) at a time, is
 # killed (SIGKILL), or a memory hog fills a stack until little is free.
@@ -161,6 +165,7 @@ class Scenario:
     # Per manager, the options its policy reads (agent config "options"; the agent
     # validates them and `pimcloud-agent policies --json` lists them).
     manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
+    hotness: str = "idle"  # the agent's page-hotness source (HOTNESS_SOURCES)
 
     def options_of(self, manager: str) -> dict[str, Any]:
         """The options the scenario gives ``manager``'s policy ({} when none)."""
@@ -207,6 +212,10 @@ class Gem5Options:
     binary: str | None = None
     limit_margin: float = 1.0  # simulated-time limit = (boot slack + length) x (1 + margin)
     extra_args: tuple[str, ...] = ()  # gem5's own options, before the script
+    # The board's hardware counters (scons-extra PimCounters): page-access counters, miss
+    # counters, bandwidth throttle. Part of the boot checkpoint's key: a checkpoint made
+    # with them restores only with them.
+    counters: bool = False
 
 
 @dataclass(frozen=True)
@@ -362,6 +371,8 @@ class Run:
         record["manager"] = s.manager
         record["placement"] = s.placement
         record["seed"] = s.seed
+        if s.hotness != "idle":  # runs recorded before the choice existed used idle
+            record["hotness"] = s.hotness
         if s.be:
             record["be"] = list(s.be)
         if s.interval_s != DEFAULT_INTERVAL_S:
@@ -515,7 +526,8 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         progress_every_s=_host_seconds(g, "progress_every"),
         binary=_binary(g, base),
         limit_margin=g.number("limit_margin", 1.0) or 0.0,
-        extra_args=g.strings("extra_args"))
+        extra_args=g.strings("extra_args"),
+        counters=_boolean(g, "counters", False))
     g.finish()
 
     q = top.table("qemu")
@@ -640,6 +652,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         interval_s=interval_s,
         control=control,
         manager_options=_parse_manager_options(t),
+        hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
     )
 
 
@@ -728,8 +741,9 @@ def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise t.error(name, values, "a value is listed twice; list each once")
         for value in values:
-            if name in ("manager", "placement"):
-                options = MANAGERS if name == "manager" else PLACEMENTS
+            if name in ("manager", "placement", "hotness"):
+                options = {"manager": MANAGERS, "placement": PLACEMENTS,
+                           "hotness": HOTNESS_SOURCES}[name]
                 if value not in options:
                     raise t.error(name, value, "choose among " + ", ".join(map(repr, options)))
             elif name == "topology":

@@ -84,6 +84,9 @@ def demo_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 {"t_ns": 600_000_000, "event": "migrate", "app": "sphinx", "pages_moved": 800},
                 {"t_ns": 900_000_000 if manager == "pimcloud" else 1_500_000_000,
                  "event": "converged", "app": "sphinx"},
+                # With the board's counters the agent logs a latency estimate per app.
+                {"t_ns": 1_000_000_000, "event": "latency-estimate", "app": "sphinx",
+                 "to_cores": [4, 5, 6, 7], "values": {"estimate_ns": 120.0, "misses": 500}},
             ]
             (run / "results" / "decisions.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in log))

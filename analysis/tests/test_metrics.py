@@ -165,3 +165,26 @@ def test_select_by_name_pattern() -> None:
     assert set(picked["stat"].astype(str)) == {"system.l3.demandMisses",
                                                "system.l3.demandMissLatency"}
     assert len(picked) == 6
+
+
+def test_latency_estimates_weigh_intervals_by_their_misses(tmp_path: Path) -> None:
+    from pimcloud.analysis.results import read_decision_log
+
+    log = tmp_path / "decisions.jsonl"
+    log.write_text(
+        '{"t_ns": 1, "event": "start", "app": "", "to_cores": []}\n'
+        '{"t_ns": 2, "event": "latency-estimate", "app": "kv", "to_cores": [4],'
+        ' "values": {"estimate_ns": 100, "misses": 3000}}\n'
+        '{"t_ns": 3, "event": "latency-estimate", "app": "kv", "to_cores": [4],'
+        ' "values": {"estimate_ns": 200, "misses": 1000}}\n'
+        '{"t_ns": 3, "event": "be-throttle", "app": "be", "to_cores": [12],'
+        ' "values": {"level": 7}}\n')
+    decisions = read_decision_log(log).assign(run_id="r")
+    assert decisions["value_level"].dropna().tolist() == [7.0]
+    out = metrics.latency_estimates(decisions)
+    assert out.to_dict("records") == [{"run_id": "r", "app": "kv", "estimate_ns": 125.0,
+                                       "intervals": 2.0, "misses": 4000.0}]
+    # A run without counters has no estimates, not an error.
+    plain = read_decision_log(log).assign(run_id="r")
+    plain = plain.drop(columns=[c for c in plain.columns if c.startswith("value_")])
+    assert metrics.latency_estimates(plain).empty

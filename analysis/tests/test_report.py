@@ -55,6 +55,9 @@ def test_report_writes_html_figures_and_tables(demo_campaign: Path, tmp_path: Pa
     emu = pd.read_csv(tmp_path / "report" / "tables" / "emu_per_run.csv")
     assert len(emu) == 4
     assert "memory read latency by requester and target" in page
+    estimates = pd.read_csv(tmp_path / "report" / "tables" /
+                            "latency_estimate_per_run_and_app.csv")
+    assert set(estimates["app"]) == {"sphinx"} and (estimates["estimate_ns"] == 120.0).all()
     assert "(Fig. 7 form)" in page and "(Fig. 9 form)" in page
 
 

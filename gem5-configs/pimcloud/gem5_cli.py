@@ -51,6 +51,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="root image (default: the project image, built when missing)")
     parser.add_argument("--mem-divisor", type=int, default=1,
                         help="divide every capacity (smaller checkpoints)")
+    parser.add_argument("--counters", action="store_true",
+                        help="boot a board with the hardware counters (scons-extra "
+                             "PimCounters; needs a gem5 built with them)")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -65,13 +68,16 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def gem5_inputs(topology: str, kernel: Path | None, image: Path | None,
-                mem_divisor: int):  # type: ignore[no-untyped-def]
+                mem_divisor: int, counters: bool = False):  # type: ignore[no-untyped-def]
     """gem5 (checked), the kernel and the image for a topology; builds ours when absent."""
     from .gem5_session import Gem5Inputs
     from .topology import load_topology
 
     load_topology(topology)  # a bad name or file fails here, before anything is built
     info = require_usable_gem5()
+    if counters and "PimCounters" not in info.present:
+        raise Gem5Missing(f"{info.path} lacks PimCounters: build gem5 with this checkout's "
+                          "scons-extra (README, 'What you need')")
     if kernel is None:
         from pimcloud.guest.kernel import build_kernel
 
@@ -80,14 +86,16 @@ def gem5_inputs(topology: str, kernel: Path | None, image: Path | None,
         from pimcloud.guest.image import build_image
 
         image = build_image().path
-    return Gem5Inputs(info.path, topology, kernel.resolve(), image.resolve(), mem_divisor)
+    return Gem5Inputs(info.path, topology, kernel.resolve(), image.resolve(), mem_divisor,
+                      counters=counters)
 
 
 def _boot(args: argparse.Namespace) -> int:
     from .gem5_session import boot
 
     try:
-        inputs = gem5_inputs(args.topology, args.kernel, args.image, args.mem_divisor)
+        inputs = gem5_inputs(args.topology, args.kernel, args.image, args.mem_divisor,
+                             args.counters)
     except Gem5Missing as problem:
         print(f"gem5 is not usable: {problem}")
         return 2
@@ -118,7 +126,7 @@ def _probe(args: argparse.Namespace) -> int:
     try:
         record = read_boot(args.checkpoint.resolve())
         inputs = gem5_inputs(record["topology"], Path(record["kernel"]), Path(record["image"]),
-                         record["mem_divisor"])
+                             record["mem_divisor"], record.get("counters", False))
         topology = load_topology(record["topology"]).with_memory_divided(record["mem_divisor"])
         out = args.out.resolve()
         points = write_scenario(out / "scenario", topology, loads=args.loads,

@@ -34,11 +34,14 @@ class Gem5Inputs:
     image: Path
     mem_divisor: int = 1
     extra_args: tuple[str, ...] = ()
+    counters: bool = False  # the board's hardware counters (scons-extra PimCounters)
 
     def command(self, outdir: Path, *mode: str) -> list[str]:
+        board = ["--counters"] if self.counters else []
         return [str(self.gem5), *self.extra_args, "-d", str(outdir), str(RUN_SCRIPT),
                 "--topology", self.topology, "--kernel", str(self.kernel),
-                "--disk", str(self.image), "--mem-divisor", str(self.mem_divisor), *mode]
+                "--disk", str(self.image), "--mem-divisor", str(self.mem_divisor), *board,
+                *mode]
 
 
 def boot_mode(checkpoint_dir: Path, boot_cpu: str = "atomic") -> list[str]:
@@ -134,7 +137,7 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
                         report.uptime_at_ready_s)
     record: dict[str, Any] = {
         "topology": inputs.topology, "mem_divisor": inputs.mem_divisor, "boot_cpu": boot_cpu,
-        "ok": result.ok,
+        "counters": inputs.counters, "ok": result.ok,
         "tick": result.tick, "simulated_seconds": result.simulated_seconds,
         "host_seconds": result.host_seconds, "peak_rss_bytes": result.peak_rss_bytes,
         "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,

@@ -80,6 +80,17 @@ def open_study(root: Path) -> tuple[StudySpec, Path]:
     return study, path.parent
 
 
+def _cell_done(folder: Path) -> bool:
+    """Whether every run of a cell's campaign has finished."""
+    from .runs.campaign import open_campaign
+    from .runs.status import campaign_status
+
+    if not (folder / "campaign.json").is_file():
+        return False
+    states = campaign_status(open_campaign(folder)).runs
+    return bool(states) and all(state.state == "done" for state in states)
+
+
 def _plan(args: argparse.Namespace) -> int:
     from .runs.plan import make_plan, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
@@ -93,8 +104,13 @@ def _plan(args: argparse.Namespace) -> int:
     runs: list[float] = []
     lines = []
     jobs = 0
-    for cell, spec_path, _ in each_cell(study, root):
+    done = 0
+    for cell, spec_path, folder in each_cell(study, root):
         if (cell.preset, cell.service) not in chosen:
+            continue
+        if _cell_done(folder):
+            done += 1
+            lines.append(f"  {cell.name:<22} done")
             continue
         spec = load_spec(spec_path)
         jobs = plan_jobs(spec, args.jobs)
@@ -112,7 +128,8 @@ def _plan(args: argparse.Namespace) -> int:
                      f"app checkpoint {format_seconds(cell_setup)}, run "
                      f"{format_seconds(sum(plan.per_run.values()))}")
     total = sum(boots.values()) + sum(setups) + sum(runs)
-    print(f"study {study.name} ({study.source}): {len(lines)} cells")
+    print(f"study {study.name} ({study.source}): {len(lines)} cells, {done} done (not counted "
+          "below)")
     print("\n".join(lines))
     for topology, seconds in boots.items():
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")

@@ -101,7 +101,9 @@ int run(const std::vector<std::string>& args) {
   mo.cgroupRoot = cfg->cgroupRoot;
   mo.useCgroups = cfg->useCgroups;
   mo.pageBytes = cfg->engine.pageBytes;
+  mo.hotness = cfg->hotness;
   auto machine = std::make_unique<LinuxMachine>(mo);
+  if (!machine->hotnessNote().empty()) log.note(0, "backend-error", machine->hotnessNote());
   if (const Status s = machine->prepare(); !s.ok) {
     // Keep managing: per-thread affinity needs no cgroup.
     log.note(0, "backend-error", "cgroups unavailable (" + s.error + "); using sched_setaffinity");

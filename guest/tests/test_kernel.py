@@ -76,6 +76,8 @@ def test_build_key_follows_fragment_and_source_version() -> None:
     assert key == build_key(b"CONFIG_A=y\n", "6.1.1-1")
     assert key != build_key(b"CONFIG_A=n\n", "6.1.1-1")
     assert key != build_key(b"CONFIG_A=y\n", "6.1.2-1")
+    # The built-in driver's sources are part of the key: a changed driver rebuilds.
+    assert key != build_key(b"CONFIG_A=y\n", "6.1.1-1", (b"driver",))
 
 
 def test_fragment_asks_for_every_required_option() -> None:

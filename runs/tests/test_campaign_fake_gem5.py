@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from pimcloud.analysis.campaign import load_campaign
-from pimcloud.runs.campaign import open_campaign, prepare_campaign
+from pimcloud.runs.campaign import CampaignError, open_campaign, prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.status import campaign_status
 from pimcloud.runs.worker import execute_run
@@ -302,3 +302,20 @@ def test_a_gem5_campaign_warns_of_services_gem5_cannot_run(
     prepare_campaign(tmp_path / "oltp.toml", tmp_path / "oltp2", log=said.append)
     warnings = [line for line in said if line.startswith("warning")]
     assert len(warnings) == 1 and "app oltp" in warnings[0] and "hangs" in warnings[0]
+
+
+def test_counters_need_a_gem5_with_them_and_get_their_own_checkpoint(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, gem5_calls: Callable[[str], list[list[str]]]) -> None:
+    spec = write_spec("hw", extra="[gem5]\ncounters = true\n")
+    with pytest.raises(CampaignError, match="lacks PimCounters"):
+        prepare_campaign(spec, tmp_path / "refused")
+    monkeypatch.setenv("FAKE_GEM5_COUNTERS", "1")
+    with_counters = prepare_campaign(spec, tmp_path / "hw")
+    without = prepare_campaign(write_spec(), tmp_path / "plain")
+    # A board with the counters holds one more SimObject: its own boot checkpoint.
+    assert with_counters.checkpoints().key("paper") != without.checkpoints().key("paper")
+    with_counters.checkpoints().ensure("paper", log=lambda _: None)
+    boots = gem5_calls("boot")
+    assert len(boots) == 1 and "--counters" in boots[0]
+    assert boots[0].index("--counters") < boots[0].index("boot")  # a board option

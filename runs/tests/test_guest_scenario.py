@@ -18,6 +18,7 @@ from pimcloud.runs.guest_scenario import (
     HANG_EXIT,
     HANG_MARK,
     AgentConfigError,
+    agent_config,
     best_effort_lines,
     check_agent_config,
     hang_after_s,
@@ -284,3 +285,25 @@ def test_best_effort_jobs_wait_for_their_cgroup_without_seq(
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
     tries = int(done.stdout.split()[-1])
     assert 5 <= tries < 200, done.stdout  # it waited for the cgroup, and not to the end
+
+
+def test_the_hotness_axis_reaches_the_agent_and_the_agent_accepts_it(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """Python writes "hotness" into agent.json; the C++ agent's own check reads it."""
+    text = write_spec().read_text().replace(
+        'manager = ["pimcloud", "default"]', 'manager = ["pimcloud"]\nhotness = ["idle", "hw"]')
+    (tmp_path / "hot.toml").write_text(text)
+    runs = load_spec(tmp_path / "hot.toml").runs()
+    configs = {run.scenario.hotness: agent_config(run) for run in runs}
+    assert set(configs) == {"idle", "hw"}
+    assert configs["hw"]["hotness"] == "hw" and "hotness" not in configs["idle"]
+    records = {run.scenario.hotness: run.axes_record() for run in runs}
+    assert records["hw"]["hotness"] == "hw" and "hotness" not in records["idle"]
+    if not program_candidates("pimcloud-agent"):
+        pytest.skip("pimcloud-agent is not built (make cxx)")
+    written = tmp_path / "agent.json"
+    written.write_text(json.dumps(configs["hw"]))
+    check_agent_config(written)
+    written.write_text(json.dumps({**configs["hw"], "hotness": "psychic"}))
+    with pytest.raises(AgentConfigError, match="hotness"):
+        check_agent_config(written)

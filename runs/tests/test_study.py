@@ -120,6 +120,9 @@ def test_a_study_runs_resumes_validates_and_reports(
     status = cli("study", "status", str(out))
     assert status.returncode == 0
     assert status.stdout.count("1/1 done") == 4, status.stdout
+    # The plan counts only what is left.
+    planned = cli("study", "plan", str(spec), "--out", str(out))
+    assert "4 cells, 4 done" in planned.stdout and planned.stdout.count(" done\n") == 4
     # Again: nothing is made twice.
     runs_before = sorted(p.name for p in out.glob("cells/*/runs/*"))
     assert cli("study", "run", str(spec), "--out", str(out)).returncode == 0

@@ -5,6 +5,7 @@
 # the topology model (pimcloud.topology.interconnect).
 
 from m5.params import (
+    NULL,
     Param,
     ResponsePort,
     VectorParam,
@@ -51,4 +52,7 @@ class PimLinkRouter(SimObject):
     )
     resp_queue_size = Param.Unsigned(
         64, "responses held (reserved per request) before requests are refused"
+    )
+    counters = Param.PimCounters(
+        NULL, "hardware counters fed every timing request (scons-extra PimCounters)"
     )

@@ -8,6 +8,7 @@
 #include "base/logging.hh"
 #include "base/trace.hh"
 #include "debug/PimLinkRouter.hh"
+#include "pimcloud/pim_counters.hh"
 #include "sim/stats.hh"
 #include "sim/system.hh"
 
@@ -65,6 +66,7 @@ PimLinkRouter::buildRequestorMap(const Params &p)
 PimLinkRouter::PimLinkRouter(const Params &p)
     : SimObject(p),
       system(p.system),
+      counters(p.counters),
       numLocations(p.num_locations),
       targetLocations(p.target_locations),
       headerBytes(p.header_bytes),
@@ -230,7 +232,10 @@ PimLinkRouter::handleTimingReq(PacketPtr pkt)
         const unsigned src = sourceLocation(pkt);
         const unsigned dst = targetLocations[port];
         DPRINTF(PimLinkRouter, "request %s: location %d -> %d\n", pkt->print(), src, dst);
-        ready = crossLinks(src, dst, pkt, enter);
+        // The counters see the request as it reaches memory; their throttle may hold
+        // it back before it takes the links.
+        const Tick admitted = counters ? counters->requestArrived(pkt, enter) : enter;
+        ready = crossLinks(src, dst, pkt, admitted);
         const unsigned pair = src * numLocations + dst;
         ++stats.pairRequests[pair];
         stats.pairReqLatency[pair] += ready - enter;
@@ -265,6 +270,8 @@ PimLinkRouter::handleTimingResp(PortID port, PacketPtr pkt)
         const unsigned pair = src * numLocations + owner;
         ++stats.pairResponses[pair];
         stats.pairRespLatency[pair] += ready - enter;
+        if (counters)
+            counters->responseLeaving(pkt, ready);
     }
     cpuSide.schedTimingResp(pkt, ready);
 }

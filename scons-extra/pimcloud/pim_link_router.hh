@@ -27,6 +27,7 @@
 namespace gem5
 {
 
+class PimCounters;
 class System;
 
 class PimLinkRouter : public SimObject
@@ -158,6 +159,7 @@ class PimLinkRouter : public SimObject
     };
 
     System *system;
+    PimCounters *counters;  // optional: fed every timing request
     const unsigned numLocations;
     const std::vector<unsigned> targetLocations;
     const unsigned headerBytes;

@@ -1,6 +1,7 @@
 // gem5 v24 builds with -std=c++17: the headers the SimObjects include must compile
 // there too. This program is built as C++17 and exercises each header once.
 #include "pimcloud/acpi_table_check.hh"
+#include "pimcloud/counters_model.hh"
 #include "pimcloud/hpet_model.hh"
 #include "pimcloud/link_model.hh"
 
@@ -12,5 +13,11 @@ main()
     const bool ok = model.traverse(0, 1, 4, 0) == 9 &&
                     !pimcloud::checkAcpiTable("SRAT", std::vector<std::uint8_t>(36)).empty() &&
                     pimcloud::hpet::Registers(10'000'000, 3).read(0x4, 4, 0) == 10'000'000;
-    return ok ? 0 : 1;
+    pimcloud::counters::DeviceConfig config;
+    config.stacks = {{{0x100, 4}}};
+    config.stackNodes = {1};
+    config.cpuPeriods = {500};
+    const pimcloud::counters::Device device(config);
+    const bool counters_ok = device.read(PIMC_MAGIC, 0) == PIMCLOUD_COUNTERS_MAGIC;
+    return ok && counters_ok ? 0 : 1;
 }

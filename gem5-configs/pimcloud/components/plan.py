@@ -21,6 +21,7 @@ from pimcloud.topology.interconnect import (
     locations,
     path_between,
 )
+from pimcloud.topology.layout import node_of_cluster
 from pimcloud.topology.model import CacheHierarchy, CoreType, DramTiming
 
 BOARD_NAME = "board"
@@ -174,4 +175,46 @@ def router_plan(topology: Topology) -> RouterPlan:
         link_bandwidth=tuple(f"{link.bandwidth}B/s" for link in links),
         route_offsets=tuple(offsets),
         route_links=tuple(route_links),
+    )
+
+
+@dataclass(frozen=True)
+class CountersPlan:
+    """Parameters of the scons-extra PimCounters, in its own parameter names.
+
+    Counted memories are every memory owner (the DDR tier first when there is one, then
+    the stacks); each owner's NUMA node tells the guest which is which.
+    """
+
+    stack_ranges: tuple[tuple[int, int], ...]  # (start, size) of every range
+    range_stacks: tuple[int, ...]
+    stack_nodes: tuple[int, ...]
+    cpu_prefixes: tuple[str, ...]
+    cpu_ids: tuple[int, ...]
+    cpu_clocks: tuple[str, ...]
+
+
+def counters_plan(topology: Topology) -> CountersPlan:
+    """Counted ranges per memory owner, and the requestor names of every CPU."""
+    owners: list[str] = []
+    ranges, range_stacks = [], []
+    for r in memory_ranges(topology):
+        if r.owner not in owners:
+            owners.append(r.owner)
+        ranges.append((r.start, r.size))
+        range_stacks.append(owners.index(r.owner))
+    all_cpus = cpus(topology)
+    prefixes, ids = [], []
+    for cpu in all_cpus:
+        for role in CORE_ROLES:
+            element = vector_element_name(cores_attribute(role), cpu.cpu_id, len(all_cpus))
+            prefixes.append(f"processor.{element}.")
+            ids.append(cpu.cpu_id)
+    return CountersPlan(
+        stack_ranges=tuple(ranges),
+        range_stacks=tuple(range_stacks),
+        stack_nodes=tuple(node_of_cluster(topology, owner) for owner in owners),
+        cpu_prefixes=tuple(prefixes),
+        cpu_ids=tuple(ids),
+        cpu_clocks=tuple(f"{cpu.frequency_hz}Hz" for cpu in all_cpus),
     )

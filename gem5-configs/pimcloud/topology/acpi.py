@@ -150,3 +150,15 @@ def build_hpet(address: int = HPET_BASE_ADDRESS, num_timers: int = 3) -> AcpiTab
     body = struct.pack("<I", block_id) + address_structure + struct.pack(
         "<BHB", 0, HPET_MIN_TICK, 0)
     return _table("HPET", HPET_REVISION, body)
+
+
+COUNTERS_BASE_ADDRESS = 0xFEB00000  # below the I/O APIC, behind the I/O bridge
+
+
+def build_counters_table(address: int, size: int) -> AcpiTable:
+    """The "PIMC" table that tells the guest driver where the PimCounters block is
+    (scons-extra/pimcloud/pim_counters_abi.h, struct pimcloud_counters_acpi_body)."""
+    if address % 8 or size <= 0:
+        raise ValueError(f"PimCounters block at {address:#x}, {size} bytes: give an 8-byte "
+                         "aligned address and a positive size")
+    return _table("PIMC", 1, struct.pack("<QQ", address, size))

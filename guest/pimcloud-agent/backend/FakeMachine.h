@@ -43,6 +43,13 @@ class FakeMachine : public Machine {
   std::map<int, std::vector<int>> threadCpus;
   std::vector<int> beCpus;
   double beQuota = 0;
+  std::map<int, int> throttle;  // cpu -> bandwidth throttle level set
+  std::map<int, MissSample> misses;  // what missCounters() reads (tests advance it)
+  std::map<int, MissSample> missCounters() override { return misses; }
+  Status setBandwidthThrottle(const std::vector<int>& cpus, int level) override {
+    for (int cpu : cpus) throttle[cpu] = level;
+    return Status::success();
+  }
   std::map<int, std::uint64_t> freeBytes;  // per node
   std::map<int, std::vector<PageInfo>> pagesOf;  // per pid
   std::set<int> deadTids;

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +18,14 @@ LinuxMachine::LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages)
     : options_(std::move(options)),
       movePages_(std::move(movePages)),
       cgroups_(options_.cgroupRoot),
-      idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap") {}
+      idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap") {
+  // The counters serve the miss counters and the throttle whatever the hotness source.
+  std::string error;
+  counters_ = HwCounters::open(error, options_.countersDevice);
+  if (!counters_ && options_.hotness == "hw") {
+    hotnessNote_ = "hardware counters unavailable (" + error + "): idle page tracking";
+  }
+}
 
 Status LinuxMachine::prepare() {
   return options_.useCgroups ? cgroups_.prepare() : Status::success();
@@ -157,7 +165,49 @@ void LinuxMachine::housekeeping() {
   }
 }
 
+// The counters count every frame of every memory; this keeps the frames the device
+// attributes to `pid` (through the kernel's reverse map), with their decayed counts.
+void LinuxMachine::trackHardwareHotness(int pid) {
+  std::string error;
+  const auto info = counters_->info(error);
+  if (!info) return;
+  auto& hot = hotness_[pid];
+  hot.clear();
+  for (const CountedMemory& memory : info->memories) {
+    const auto answer = counters_->hottest(static_cast<int>(info->maxQuery), memory.node, error);
+    if (!answer) continue;
+    for (const HotPage& page : answer->pages) {
+      if (page.pid == pid && page.vaddr != 0) {
+        hot[page.vaddr] = static_cast<std::uint32_t>(std::min<std::uint64_t>(page.count, UINT32_MAX));
+      }
+    }
+  }
+}
+
+std::map<int, MissSample> LinuxMachine::missCounters() {
+  std::map<int, MissSample> out;
+  if (!counters_) return out;
+  std::string error;
+  if (const auto cpus = counters_->cpus(error)) {
+    for (const CpuCounters& c : *cpus) out[c.cpu] = {c.misses, c.outstandingCycles, c.cycles};
+  }
+  return out;
+}
+
+Status LinuxMachine::setBandwidthThrottle(const std::vector<int>& cpus, int level) {
+  if (!counters_) return Machine::setBandwidthThrottle(cpus, level);
+  for (int cpu : cpus) {
+    std::string error;
+    if (!counters_->setThrottle(cpu, level, error)) return Status::failure(error);
+  }
+  return Status::success();
+}
+
 void LinuxMachine::trackHotness(int pid) {
+  if (hotnessSource() == "hw") {
+    trackHardwareHotness(pid);
+    return;
+  }
   if (!idle_.available()) return;
   std::uintptr_t& cursor = scanCursor_[pid];
   const std::vector<Page> pages = privatePages(pid, cursor, options_.hotnessScanPages, cursor);

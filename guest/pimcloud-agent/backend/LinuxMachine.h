@@ -1,6 +1,7 @@
 // The Machine on a real Linux kernel: cgroup v2 cpusets (or sched_setaffinity for every
 // thread), move_pages in chunks, free memory from sysfs, and page hotness from idle page
-// tracking (pagemap + page_idle bitmap; without it every page counts as equally hot).
+// tracking (pagemap + page_idle bitmap; without it every page counts as equally hot) or
+// from the hardware's page-access counters (guest/driver, `hotness = "hw"`).
 #pragma once
 
 #include <map>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "backend/Cgroup.h"
+#include "backend/HwCounters.h"
 #include "backend/Machine.h"
 #include "backend/NumaCalls.h"
 #include "backend/ProcMaps.h"
@@ -24,6 +26,10 @@ struct LinuxMachineOptions {
   // Idle-page tracking reads this many pages per call and goes on from there the next
   // time: a round over a large app spans several calls, none of which stalls the loop.
   std::size_t hotnessScanPages = 4096;
+  // Where page hotness comes from: "idle" (idle page tracking) or "hw" (the page-access
+  // counters of the gem5 board, through guest/driver; idle tracking when absent).
+  std::string hotness = "idle";
+  std::string countersDevice = kHwCountersDevice;
 };
 
 class LinuxMachine : public Machine {
@@ -31,6 +37,11 @@ class LinuxMachine : public Machine {
   explicit LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages = realMovePages());
 
   Status prepare();  // creates the cgroup tree when cgroups are used
+  // "hw" or "idle": the source in use, and why it is not the one asked for ("" if it is).
+  std::string hotnessSource() const {
+    return options_.hotness == "hw" && counters_ ? "hw" : "idle";
+  }
+  const std::string& hotnessNote() const { return hotnessNote_; }
 
   std::map<int, std::uint64_t> freeBytesPerNode() override;
   Status setAppCpus(const AppHandle& app, const std::vector<int>& cpus) override;
@@ -40,6 +51,8 @@ class LinuxMachine : public Machine {
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   void trackHotness(int pid) override;
+  std::map<int, MissSample> missCounters() override;
+  Status setBandwidthThrottle(const std::vector<int>& cpus, int level) override;
   bool alive(const AppHandle& app) override;
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;
   void releaseApp(const AppHandle& app) override;
@@ -67,6 +80,9 @@ class LinuxMachine : public Machine {
   std::size_t beCpus_ = 0;
   std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
   std::map<int, std::uintptr_t> scanCursor_;  // pid -> where its idle-page scan goes on
+  std::optional<HwCounters> counters_;  // set when hotness comes from the hardware
+  std::string hotnessNote_;
+  void trackHardwareHotness(int pid);
 };
 
 }  // namespace pimcloud

@@ -44,6 +44,14 @@ struct MoveResult {
   std::string why(int node) const;
 };
 
+// One CPU's miss counters (the board's hardware counters): requests that reached memory,
+// the cycles they stayed outstanding there, and the CPU's clock in cycles.
+struct MissSample {
+  std::uint64_t misses = 0;
+  std::uint64_t outstandingCycles = 0;
+  std::uint64_t cycles = 0;
+};
+
 // An LC app as the backend knows it.
 struct AppHandle {
   std::string name;
@@ -70,6 +78,13 @@ class Machine {
   virtual std::map<int, std::uint64_t> pagesPerNode(int pid) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
+  // Every CPU's miss counters, read now; empty when the machine has none (QEMU).
+  virtual std::map<int, MissSample> missCounters() { return {}; }
+  // Throttle the memory bandwidth of these CPUs (level 0 = off).
+  virtual Status setBandwidthThrottle(const std::vector<int>& /*cpus*/, int /*level*/) {
+    return Status::failure("this machine has no bandwidth throttle (gem5 board without "
+                           "counters, or QEMU)");
+  }
   // Whether an app still runs: false once its process has exited (a zombie counts as
   // exited) or its cgroup is no longer populated. An app whose pid is not known is alive.
   virtual bool alive(const AppHandle& app) = 0;

@@ -137,7 +137,8 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   c.onlyKnown(j, "",
               {"policy", "options", "interval_ms", "profile_ms", "topology", "slack", "stability",
                "placement", "apps", "be", "cgroup", "latency", "control", "log", "summary",
-               "sysfs_root", "proc_root", "hotness_scan_intervals"});
+               "sysfs_root", "proc_root", "hotness_scan_intervals", "hotness",
+               "latency_cache_ns"});
 
   if (c.string(j, "policy", "policy", cfg.policy)) {
     const auto names = PolicyRegistry::names();
@@ -163,6 +164,12 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   }
   c.number(j, "hotness_scan_intervals", "hotness_scan_intervals", cfg.engine.hotnessScanIntervals, 1,
            1e6);
+  if (c.string(j, "hotness", "hotness", cfg.hotness) && cfg.hotness != "idle" &&
+      cfg.hotness != "hw") {
+    c.error("hotness", "\"" + cfg.hotness + "\" is not a hotness source; use \"idle\" (idle "
+            "page tracking) or \"hw\" (the hardware page-access counters, guest/driver)");
+  }
+  c.number(j, "latency_cache_ns", "latency_cache_ns", cfg.engine.latencyCacheNs, 0, 1e6);
   c.string(j, "sysfs_root", "sysfs_root", cfg.sysfsRoot);
   c.string(j, "proc_root", "proc_root", cfg.procRoot);
   c.string(j, "latency", "latency", cfg.latencyPath);

@@ -37,6 +37,7 @@ struct AgentConfig {
   bool useCgroups = true;  // false: sched_setaffinity per thread
   std::string sysfsRoot = "/sys";
   std::string procRoot = "/proc";
+  std::string hotness = "idle";  // "idle" page tracking or "hw" page-access counters
   std::string latencyPath = "/run/pimcloud/latency.jsonl";
   std::string controlPath = "/run/pimcloud/control.jsonl";
   std::string logPath = "/run/pimcloud/decisions.jsonl";

@@ -89,6 +89,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
     "placement": {"static": "xx"},
     "apps": [{"name": "a", "max_rps_host": 5}, {"name": "a", "qos_ms": 1}],
     "colour": 3,
+    "hotness": "psychic",
     "topology": {"host_cpus": [0, 1], "stacks": [[1, 2]]}
   })", "agent.json");
   EXPECT_FALSE(r.config);
@@ -100,6 +101,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   EXPECT_TRUE(mentions(r, "\"a\" appears twice"));
   EXPECT_TRUE(mentions(r, "field \"colour\": unknown field"));
   EXPECT_TRUE(mentions(r, "CPU 1 is listed twice"));
+  EXPECT_TRUE(mentions(r, "field \"hotness\": \"psychic\" is not a hotness source"));
   for (const std::string& e : r.errors) EXPECT_EQ(e.rfind("agent.json: ", 0), 0U) << e;
 }
 

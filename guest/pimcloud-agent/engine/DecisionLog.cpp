@@ -27,6 +27,7 @@ std::string decisionToJson(const Decision& d) {
     placement.push_back({{"kind", toString(p.kind)}, {"core", p.core}, {"stack", p.stack}});
   }
   j["placement"] = placement;
+  if (!d.values.empty()) j["values"] = d.values;
   return j.dump();
 }
 

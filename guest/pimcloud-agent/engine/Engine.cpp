@@ -238,6 +238,7 @@ void Engine::tick(std::int64_t tNs) {
   const LatencyBatch batch = source_->poll();
   handleEvents(tNs, batch);
   reapExited(tNs);
+  estimateLatencies(tNs);
   phase("input");
   Observation obs = observe(tNs, batch);
 
@@ -375,9 +376,62 @@ void Engine::apply(std::int64_t tNs) {
       }
     }
   }
+  if (want.beThrottle != applied_.beThrottle || (want.beThrottle != 0 && want.beCpus != applied_.beCpus)) {
+    // CPUs that left the BE pool run unthrottled again.
+    std::vector<int> released;
+    for (int cpu : applied_.beCpus) {
+      if (std::find(want.beCpus.begin(), want.beCpus.end(), cpu) == want.beCpus.end()) released.push_back(cpu);
+    }
+    Status st = released.empty() ? Status::success() : machine_->setBandwidthThrottle(released, 0);
+    if (st.ok) st = machine_->setBandwidthThrottle(want.beCpus, want.beThrottle);
+    Decision d;
+    d.tNs = tNs;
+    d.event = st.ok ? "be-throttle" : "backend-error";
+    d.appName = "be";
+    d.toCores = want.beCpus;
+    d.values = {{"level", static_cast<double>(want.beThrottle)}};
+    d.reason = st.ok ? "memory-bandwidth throttle of the best-effort CPUs" : "BE throttle: " + st.error;
+    log_->write(d);
+  }
   applied_ = want;
   for (AppId id : retry) applied_.appCpus.erase(id);
   for (AppId id : gone) appGone(tNs, id, "process gone when its cores changed");
+}
+
+// Seed 003: an app's memory latency = cache latency + the mean cycles its CPUs' misses
+// stayed outstanding, each CPU's cycles at its own clock (cycles counted over the
+// interval / its length), over the CPUs the app held during the interval.
+void Engine::estimateLatencies(std::int64_t tNs) {
+  std::map<int, MissSample> now = machine_->missCounters();
+  if (now.empty()) return;
+  const double seconds = static_cast<double>(tNs - lastMissesNs_);
+  for (const auto& [id, rt] : apps_) {
+    const auto cpus = applied_.appCpus.find(id);
+    if (lastMisses_.empty() || !rt.inPolicy || cpus == applied_.appCpus.end()) continue;
+    double outstandingNs = 0;
+    std::uint64_t misses = 0;
+    for (int cpu : cpus->second) {
+      const auto a = lastMisses_.find(cpu);
+      const auto b = now.find(cpu);
+      if (a == lastMisses_.end() || b == now.end() || b->second.cycles <= a->second.cycles) continue;
+      const double ghz = static_cast<double>(b->second.cycles - a->second.cycles) / seconds;
+      outstandingNs += static_cast<double>(b->second.outstandingCycles - a->second.outstandingCycles) / ghz;
+      misses += b->second.misses - a->second.misses;
+    }
+    if (misses == 0) continue;
+    Decision d;
+    d.tNs = tNs;
+    d.event = "latency-estimate";
+    d.app = id;
+    d.appName = rt.spec.name;
+    d.toCores = cpus->second;
+    d.values = {{"estimate_ns", options_.latencyCacheNs + outstandingNs / static_cast<double>(misses)},
+                {"misses", static_cast<double>(misses)}};
+    d.reason = "cache latency + outstanding miss time / misses over the app's CPUs (seed 003)";
+    log_->write(d);
+  }
+  lastMisses_ = std::move(now);
+  lastMissesNs_ = tNs;
 }
 
 void Engine::concentrate(std::int64_t tNs) {

@@ -31,6 +31,9 @@ struct EngineOptions {
   std::size_t pageBytes = 4096;
   double beQuota = 0;  // cpu.max fraction for BE jobs; <= 0: unlimited
   int hotnessScanIntervals = 10;  // idle-page-tracking round every this many intervals
+  // Seed 003's estimate adds the caches' own latency to the mean outstanding time of a
+  // miss below them (the counters start counting after the last-level cache).
+  double latencyCacheNs = 0;
   // CC: when an app enters, its pages already elsewhere are gathered on its resident stack.
   StaticPlacement staticPlacement = StaticPlacement::Concentrated;
   // Page moves take at most this much host time per interval, in chunks; what is left
@@ -92,6 +95,7 @@ class Engine {
   void place(Decision& d, long index);
   void concentrate(std::int64_t tNs);
   void reapExited(std::int64_t tNs);
+  void estimateLatencies(std::int64_t tNs);
   void enqueueMove(MoveJob job);
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;
@@ -114,6 +118,8 @@ class Engine {
   std::set<std::string> unknownNoted_;
   std::set<std::string> exited_;  // apps gone: their last stats lines are expected
   Assignment applied_;
+  std::map<int, MissSample> lastMisses_;  // the previous interval's miss counters
+  std::int64_t lastMissesNs_ = 0;
   std::vector<Decision> pending_;
   std::deque<MoveJob> moves_;
   std::int64_t lastTickHostNs_ = -1;

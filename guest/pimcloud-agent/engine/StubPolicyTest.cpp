@@ -146,3 +146,76 @@ TEST(EngineWithStubPolicy, TellsThePolicyOfAnExitAndGoesOn) {
 
 }  // namespace
 }  // namespace pimcloud
+
+namespace pimcloud {
+namespace {
+
+// The board's counters through the engine: a per-app latency estimate every interval
+// from the CPUs the app held (seed 003), and the BE throttle as a logged backend action.
+TEST(EngineWithCounters, LogsEachAppsLatencyEstimateFromItsCpusCounters) {
+  StubDriver d;
+  d.app("a", 100);  // the scripted policy gives a CPUs 4 and 5
+  d.app("b", 200);  // and b 6 and 7
+  // Every 100 ms: a CPU at 2 GHz counts 2e8 cycles; a's CPUs 1000 misses of 200 cycles
+  // (100 ns) each, b's 10 misses of 600 cycles (300 ns).
+  for (int k = 1; k <= 4; ++k) {
+    for (int cpu = 0; cpu < 20; ++cpu) {
+      const bool isA = cpu == 4 || cpu == 5;
+      const std::uint64_t per = isA ? 1000 : 10;
+      const std::uint64_t cycles = isA ? 200 : 600;
+      d.machine.misses[cpu] = {per * k, per * cycles * k, 200'000'000ULL * k};
+    }
+    d.tick();
+  }
+  std::vector<double> a, b;
+  for (const Decision& x : d.log.history()) {
+    if (x.event != "latency-estimate") continue;
+    (x.appName == "a" ? a : b).push_back(x.values.at("estimate_ns"));
+    if (x.appName == "a") {
+      EXPECT_DOUBLE_EQ(x.values.at("misses"), 2000);
+    }
+  }
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  for (double ns : a) EXPECT_NEAR(ns, 100.0, 1e-6);
+  for (double ns : b) EXPECT_NEAR(ns, 300.0, 1e-6);
+  // The JSON line carries the values.
+  EXPECT_NE(decisionToJson(d.log.history().back()).find("\"values\""), std::string::npos);
+}
+
+TEST(EngineWithCounters, NoCountersNoEstimates) {
+  StubDriver d;
+  d.app("a", 100);
+  d.tick(4);
+  for (const Decision& x : d.log.history()) EXPECT_NE(x.event, "latency-estimate");
+}
+
+TEST(EngineWithCounters, BeThrottleIsSetLoggedAndReleasedWithTheCpus) {
+  StubDriver d;
+  d.app("a", 100);
+  d.policy.script[1] = [](ScriptedPolicy& p, const Observation&, std::vector<Decision>&) {
+    p.current.beThrottle = 7;
+  };
+  d.policy.script[3] = [](ScriptedPolicy& p, const Observation&, std::vector<Decision>&) {
+    p.current.beCpus = {13};  // CPU 12 leaves the BE pool
+  };
+  d.policy.script[5] = [](ScriptedPolicy& p, const Observation&, std::vector<Decision>&) {
+    p.current.beThrottle = 0;
+  };
+  d.tick(3);
+  EXPECT_EQ(d.machine.throttle.at(12), 7);
+  EXPECT_EQ(d.machine.throttle.at(13), 7);
+  d.tick(2);
+  EXPECT_EQ(d.machine.throttle.at(12), 0);  // released with its CPU
+  EXPECT_EQ(d.machine.throttle.at(13), 7);
+  d.tick(2);
+  EXPECT_EQ(d.machine.throttle.at(13), 0);
+  std::vector<double> levels;
+  for (const Decision& x : d.log.history()) {
+    if (x.event == "be-throttle") levels.push_back(x.values.at("level"));
+  }
+  EXPECT_EQ(levels, (std::vector<double>{7, 7, 0}));
+}
+
+}  // namespace
+}  // namespace pimcloud

@@ -76,6 +76,9 @@ struct Decision {
   std::string reason;
   std::vector<PlacementRequest> placement;
   std::uint64_t pagesMoved = 0;  // filled in by the engine after placement
+  // Measurements the event carries ("latency-estimate": estimate_ns, misses), in the
+  // log as "values" (absent when empty).
+  std::map<std::string, double> values;
 };
 
 // Which Linux CPUs each app (and the BE pool) may run on.
@@ -83,6 +86,8 @@ struct Assignment {
   bool exclusive = true;  // false: sets may overlap (Default, AMS-like)
   std::map<AppId, std::vector<int>> appCpus;
   std::vector<int> beCpus;
+  // Memory-bandwidth throttle level of the BE CPUs (the board's counters; 0 = off).
+  int beThrottle = 0;
   std::map<AppId, int> residentStack;  // for static placement and replication
   // Remote PIM cores: each gets one thread of its own, never context-switched (IV-E2).
   std::map<AppId, std::vector<int>> dedicatedCpus;

@@ -1,0 +1,179 @@
+#include "tools/HotSet.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "backend/HwCounters.h"
+#include "backend/NumaCalls.h"
+#include "backend/Sysfs.h"
+
+namespace pimcloud {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr unsigned long kMpolBind = 2;  // MPOL_BIND
+
+void flush(const volatile char* p) { asm volatile("clflush (%0)" ::"r"(p) : "memory"); }
+
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+
+// What each hot page is meant to be: shared (both CPUs touch it) and/or written.
+bool sharedPage(int i) { return i % 4 == 0; }
+bool writtenPage(int i) { return i % 5 == 0; }
+
+struct Region {
+  int node = 0;
+  char* base = nullptr;
+  int pages = 0;
+};
+
+Region allocate(int node, int pages) {
+  Region r{node, nullptr, pages};
+  void* p = ::mmap(nullptr, static_cast<std::size_t>(pages) * kPage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return r;
+  const NodeMask mask = NodeMask::of({node});
+  ::syscall(SYS_mbind, p, static_cast<std::size_t>(pages) * kPage, kMpolBind,
+            mask.words.data(), mask.maxnode(), 0UL);
+  r.base = static_cast<char*>(p);
+  for (int i = 0; i < pages; ++i) r.base[static_cast<std::size_t>(i) * kPage] = 1;  // place it
+  // The kernel zeroed each page through the caches: write every dirty line back now, or
+  // its later eviction would mark pages meant to stay read-only as written.
+  for (std::size_t at = 0; at < static_cast<std::size_t>(pages) * kPage; at += 64) {
+    flush(r.base + at);
+  }
+  return r;
+}
+
+// One pass of one CPU over the hot pages: each access flushed first so it misses.
+void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int rounds) {
+  volatile std::uint64_t sink = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (const Region& r : regions) {
+      for (int i = 0; i < hot; ++i) {
+        // The PIM CPU touches only the shared pages; the host CPU all of them.
+        if (pimSide && !sharedPage(i)) continue;
+        volatile char* line = r.base + static_cast<std::size_t>(i) * kPage +
+                              static_cast<std::size_t>((round * 64) % kPage);
+        flush(line);
+        if (writtenPage(i) && !pimSide) {
+          *line = static_cast<char>(round);
+          flush(line);  // the dirty line goes back to memory: a write reaches it
+        } else {
+          sink = sink + static_cast<std::uint64_t>(*line);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::uint64_t frameOf(const void* address) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::uint64_t entry = 0;
+  const auto at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(address) / kPage * 8);
+  const bool read = ::pread(fd, &entry, sizeof(entry), at) == sizeof(entry);
+  ::close(fd);
+  return read && ((entry >> 63) & 1) ? entry & ((std::uint64_t{1} << 55) - 1) : 0;
+}
+
+int runHotSet(const HotSetOptions& o, double minPrecision) {
+  std::string error;
+  const auto hw = HwCounters::open(error);
+  if (!hw) {
+    std::printf("{\"error\": \"%s\"}\n", error.c_str());
+    return 1;
+  }
+  int pimCpu = o.pimCpu;
+  if (pimCpu < 0) {
+    const auto nodes = readNodes("/sys", error);
+    const auto it = nodes.find(o.nodes.front());
+    if (it == nodes.end() || it->second.cpus.empty()) {
+      std::printf("{\"error\": \"node %d has no CPU; give --pim-cpu\"}\n", o.nodes.front());
+      return 1;
+    }
+    pimCpu = it->second.cpus.front();
+  }
+  std::vector<Region> regions;
+  for (int node : o.nodes) {
+    Region r = allocate(node, o.hotPages + o.coldPages);
+    if (r.base == nullptr) {
+      std::printf("{\"error\": \"cannot map pages on node %d\"}\n", node);
+      return 1;
+    }
+    regions.push_back(r);
+  }
+  // Forget what the set-up did: counts start from the hammering.
+  for (int node : o.nodes) hw->ask("reset " + std::to_string(node));
+  std::thread host([&] {
+    pin(o.hostCpu);
+    hammer(regions, o.hotPages, false, o.rounds);
+  });
+  std::thread pim([&] {
+    pin(pimCpu);
+    hammer(regions, o.hotPages, true, o.rounds);
+  });
+  host.join();
+  pim.join();
+  // The cold pages once each, as background.
+  for (const Region& r : regions) {
+    for (int i = o.hotPages; i < r.pages; ++i) {
+      volatile char* line = r.base + static_cast<std::size_t>(i) * kPage;
+      flush(line);
+      (void)*line;
+    }
+  }
+  bool ok = true;
+  std::printf("{\"memories\": [");
+  for (std::size_t k = 0; k < regions.size(); ++k) {
+    const Region& r = regions[k];
+    std::map<std::uint64_t, int> hotIndex;  // pfn -> index in the hot set
+    for (int i = 0; i < o.hotPages; ++i) hotIndex[frameOf(r.base + static_cast<std::size_t>(i) * kPage)] = i;
+    const auto answer = hw->hottest(o.hotPages, r.node, error);
+    int hits = 0, sharedRight = 0, writtenRight = 0;
+    if (answer) {
+      for (const HotPage& p : answer->pages) {
+        const auto it = hotIndex.find(p.pfn);
+        if (it == hotIndex.end()) continue;
+        ++hits;
+        sharedRight += p.shared == sharedPage(it->second);
+        writtenRight += p.written == writtenPage(it->second);
+      }
+    }
+    const double precision = answer && !answer->pages.empty()
+                                 ? static_cast<double>(hits) / static_cast<double>(answer->pages.size())
+                                 : 0.0;
+    ok = ok && precision >= minPrecision;
+    std::printf("%s{\"node\": %d, \"asked\": %d, \"answered\": %zu, \"hits\": %d, "
+                "\"precision\": %.4f, \"shared_right\": %d, \"written_right\": %d, "
+                "\"scan_ps\": %llu%s%s%s}",
+                k ? ", " : "", r.node, o.hotPages, answer ? answer->pages.size() : 0, hits,
+                precision, sharedRight, writtenRight,
+                static_cast<unsigned long long>(answer ? answer->scanPs : 0),
+                answer ? "" : ", \"error\": \"", answer ? "" : error.c_str(), answer ? "" : "\"");
+  }
+  std::printf("], \"host_cpu\": %d, \"pim_cpu\": %d, \"ok\": %s}\n", o.hostCpu, pimCpu,
+              ok ? "true" : "false");
+  return ok ? 0 : 1;
+}
+
+}  // namespace pimcloud
