@@ -21,6 +21,7 @@ from pimcloud.runs.guest_scenario import (
     run_script,
 )
 from pimcloud.runs.spec import SpecError, parse_spec
+from pimcloud.workloads.besteffort import MEMBW_MIB_PER_THREAD
 
 
 def spec_with(events: list[dict[str, Any]], **scenario: Any) -> dict[str, Any]:
@@ -155,7 +156,8 @@ def test_best_effort_jobs_start_from_the_registry_into_the_be_cgroup() -> None:
     script = run_script(spec.runs()[0], "qemu")
     assert 'pimcloud-be compute --threads $(nproc) --seconds 0 --interval-ms 100 ' \
            '--stats-file "$R/compute"/progress.jsonl' in script
-    assert "pimcloud-be membw" in script and "--mib 16" in script
+    assert "pimcloud-be membw" in script
+    assert f"--mib {MEMBW_MIB_PER_THREAD}" in script
     assert "/sys/fs/cgroup/pimcloud/be/cgroup.procs" in script
     # In gem5 the jobs start with the requests: in the run's own part after the restore
     # of the app checkpoint, or after the switch when the run loads its own services.
