@@ -332,9 +332,10 @@ inline std::optional<std::string> checkConfig(const DeviceConfig &c)
 }
 
 // The register block's length for a configuration.
-inline std::uint64_t blockSize(const DeviceConfig &c)
+// The register block's size: the result window holds maxQuery entries.
+inline std::uint64_t blockSize(std::uint64_t maxQuery)
 {
-    return PIMC_RESULT_BASE + c.maxQuery * PIMC_RESULT_STRIDE;
+    return PIMC_RESULT_BASE + maxQuery * PIMC_RESULT_STRIDE;
 }
 
 // The whole device: counters, throttle and the register file of pim_counters_abi.h.

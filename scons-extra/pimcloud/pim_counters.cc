@@ -64,7 +64,7 @@ cpuRequestorMap(const PimCountersParams &p)
 } // namespace
 
 PimCounters::PimCounters(const Params &p)
-    : BasicPioDevice(p, counters::blockSize(deviceConfig(p))),
+    : BasicPioDevice(p, counters::blockSize(p.max_query)),
       system(p.system),
       device(deviceConfig(p)),
       cpuMap(cpuRequestorMap(p)),

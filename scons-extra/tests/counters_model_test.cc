@@ -183,7 +183,7 @@ TEST(Device, IdentityRegistersDescribeTheBlock)
     EXPECT_EQ(d.read(PIMC_STACK_BASE + PIMC_STACK_FRAMES, 0), 0x200U);
     EXPECT_EQ(d.read(PIMC_STACK_BASE + PIMC_STACK_STRIDE + PIMC_STACK_NODE, 0), 2U);
     EXPECT_EQ(d.read(PIMC_NOW_PS, 1234), 1234U);
-    EXPECT_EQ(blockSize(twoStacks()), 0x10000U + 4096U * 16U);
+    EXPECT_EQ(blockSize(twoStacks().maxQuery), 0x10000U + 4096U * 16U);
 }
 
 TEST(Device, MissCountersReadInEachCpusCycles)

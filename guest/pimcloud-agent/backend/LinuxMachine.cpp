@@ -22,7 +22,8 @@ LinuxMachine::LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages)
   // The counters serve the miss counters and the throttle whatever the hotness source.
   std::string error;
   counters_ = HwCounters::open(error, options_.countersDevice);
-  if (!counters_ && options_.hotness == "hw") {
+  if (counters_) countersInfo_ = counters_->info(error);
+  if (options_.hotness == "hw" && !(counters_ && countersInfo_)) {
     hotnessNote_ = "hardware counters unavailable (" + error + "): idle page tracking";
   }
 }
@@ -160,6 +161,7 @@ void LinuxMachine::releaseApp(const AppHandle& app) {
 }
 
 void LinuxMachine::housekeeping() {
+  hottestThisInterval_.clear();
   for (auto it = lingering_.begin(); it != lingering_.end();) {
     it = cgroups_.removeApp(*it).ok ? lingering_.erase(it) : std::next(it);
   }
@@ -168,15 +170,18 @@ void LinuxMachine::housekeeping() {
 // The counters count every frame of every memory; this keeps the frames the device
 // attributes to `pid` (through the kernel's reverse map), with their decayed counts.
 void LinuxMachine::trackHardwareHotness(int pid) {
-  std::string error;
-  const auto info = counters_->info(error);
-  if (!info) return;
   auto& hot = hotness_[pid];
   hot.clear();
-  for (const CountedMemory& memory : info->memories) {
-    const auto answer = counters_->hottest(static_cast<int>(info->maxQuery), memory.node, error);
-    if (!answer) continue;
-    for (const HotPage& page : answer->pages) {
+  for (const CountedMemory& memory : countersInfo_->memories) {
+    auto cached = hottestThisInterval_.find(memory.node);
+    if (cached == hottestThisInterval_.end()) {
+      std::string error;
+      auto answer = counters_->hottest(static_cast<int>(countersInfo_->maxQuery), memory.node,
+                                       error);
+      if (!answer) continue;
+      cached = hottestThisInterval_.emplace(memory.node, std::move(*answer)).first;
+    }
+    for (const HotPage& page : cached->second.pages) {
       if (page.pid == pid && page.vaddr != 0) {
         hot[page.vaddr] = static_cast<std::uint32_t>(std::min<std::uint64_t>(page.count, UINT32_MAX));
       }

@@ -39,7 +39,7 @@ class LinuxMachine : public Machine {
   Status prepare();  // creates the cgroup tree when cgroups are used
   // "hw" or "idle": the source in use, and why it is not the one asked for ("" if it is).
   std::string hotnessSource() const {
-    return options_.hotness == "hw" && counters_ ? "hw" : "idle";
+    return options_.hotness == "hw" && counters_ && countersInfo_ ? "hw" : "idle";
   }
   const std::string& hotnessNote() const { return hotnessNote_; }
 
@@ -80,7 +80,11 @@ class LinuxMachine : public Machine {
   std::size_t beCpus_ = 0;
   std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
   std::map<int, std::uintptr_t> scanCursor_;  // pid -> where its idle-page scan goes on
-  std::optional<HwCounters> counters_;  // set when hotness comes from the hardware
+  std::optional<HwCounters> counters_;  // set when the device is there
+  std::optional<HwInfo> countersInfo_;  // its memories and limits: fixed, read once
+  // This interval's "hottest" answer per counted memory, shared by every app's scan and
+  // cleared by housekeeping(): one device query per memory per interval, not per app.
+  std::map<int, HotPages> hottestThisInterval_;
   std::string hotnessNote_;
   void trackHardwareHotness(int pid);
 };
