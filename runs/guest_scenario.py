@@ -366,11 +366,13 @@ def cgroup_snapshot_lines() -> list[str]:
     return ["cgroups() {",
             f"  for d in {CGROUP_ROOT}/*/; do",
             '    [ -e "$d/cpuset.cpus" ] || continue',
-            '    name=${d%/}; name=${name##*/}; cpus=""; eff=""; procs=""',
+            '    name=${d%/}; name=${name##*/}; cpus=""; eff=""; procs=""; max=""',
             '    read -r cpus < "$d/cpuset.cpus"',
             '    read -r eff < "$d/cpuset.cpus.effective" 2>/dev/null',
+            # cpu.max as "quota/period" (the BE jobs' CPU quota; "max/100000": none).
+            '    read -r q per < "$d/cpu.max" 2>/dev/null && max="$q/$per"',
             '    while read -r p; do procs="$procs$p "; done < "$d/cgroup.procs"',
-            '    echo "$name cpus=$cpus effective=$eff procs=$procs"',
+            '    echo "$name cpus=$cpus effective=$eff cpu.max=$max procs=$procs"',
             '  done > "$1" 2>/dev/null',
             "}",
             # A process that exited is gone, or a zombie until run.sh waits for it (the

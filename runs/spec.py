@@ -34,7 +34,7 @@ CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 # `policies --json` is the source, runs/tests/test_spec.py compares the two), and "none":
 # no agent at all (plain Linux, as "default" but without the agent's log).
 MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
-            "octopus-man", "none")
+            "octopus-man", "interference", "none")
 PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent config)
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
@@ -75,6 +75,8 @@ class ControlLoops:
                               "pages_intervals": list(self.wait_pages)}}
 # control_scale: the paper's monitoring interval and profiling time times the value.
 AXIS_KEYS = (*SCENARIO_KEYS, "topology", "control_scale")
+# options.<manager>.<key>: one of a policy's options as an axis (manager_options per run).
+OPTION_AXIS = "options."
 APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOST_TIME_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
 
@@ -327,6 +329,13 @@ class CampaignSpec:
                 changes["interval_s"] = DEFAULT_INTERVAL_S * value
                 changes["control"] = replace(scenario.control, scale=value,
                                              profile_s=DEFAULT_PROFILE_S * value)
+            elif name.startswith(OPTION_AXIS):
+                _, manager, key = name.split(".", 2)
+                given = {m: json.loads(text) for m, text in
+                         changes.get("manager_options", scenario.manager_options)}
+                given.setdefault(manager, {})[key] = value
+                changes["manager_options"] = tuple(
+                    (m, json.dumps(o, sort_keys=True)) for m, o in sorted(given.items()))
             else:
                 changes[name] = value
         scenario = replace(scenario, **changes)
@@ -415,7 +424,8 @@ def run_id_of(point: Mapping[str, Any]) -> str:
     """``apps-kvstore+oltp_load-0.3_manager-pimcloud``: readable, one folder name."""
     if not point:
         return "single"
-    return "_".join(f"{name}-{_id_part(value)}" for name, value in point.items())
+    return "_".join(f"{name.removeprefix(OPTION_AXIS)}-{_id_part(value)}"
+                    for name, value in point.items())
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -727,15 +737,47 @@ def _topology_name(value: str, base: Path) -> str:
     return value
 
 
+def _option_axes(t: _Table) -> dict[str, Any]:
+    """``options.<manager>.<key> = [...]`` (a policy option as an axis, e.g. a policy
+    against its own baselines) as flat axis names; the agent checks keys and values."""
+    flat: dict[str, Any] = {}
+    for name, value in t.data.items():
+        if name != "options":
+            flat[name] = value
+            continue
+        t.read.add(name)
+        if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+            raise t.error(name, value, "write a policy option axis as options.<manager>.<key> "
+                          '= [...], e.g. options.interference.signal = ["latency", "none"]')
+        for manager, keys in value.items():
+            if manager not in MANAGERS or manager == "none":
+                raise t.error(f"options.{manager}", keys, "not a manager with options; use "
+                              + ", ".join(m for m in MANAGERS if m != "none"))
+            for key, values in keys.items():
+                flat[f"{OPTION_AXIS}{manager}.{key}"] = values
+    return flat
+
+
 def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
     axes: dict[str, tuple[Any, ...]] = {}
-    for name in list(t.data):
+    data = _option_axes(t)
+    for name in list(data):
         t.read.add(name)
+        if name.startswith(OPTION_AXIS):
+            values = data[name]
+            if not isinstance(values, list) or not values or not all(
+                    isinstance(v, str | int | float | bool) for v in values):
+                raise t.error(name, values, "a policy option axis is a non-empty list of "
+                              "strings, numbers or booleans")
+            if len({json.dumps(v) for v in values}) != len(values):
+                raise t.error(name, values, "a value is listed twice; list each once")
+            axes[name] = tuple(values)
+            continue
         if name not in AXIS_KEYS:
             close = difflib.get_close_matches(name, AXIS_KEYS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise t.error(name, t.data[name], f"{hint}an axis is one of " + ", ".join(AXIS_KEYS))
-        values = t.data[name]
+            raise t.error(name, data[name], f"{hint}an axis is one of " + ", ".join(AXIS_KEYS))
+        values = data[name]
         if not isinstance(values, list) or not values:
             raise t.error(name, values, f"an axis is a non-empty list, e.g. {name} = [...]")
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):

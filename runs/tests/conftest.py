@@ -96,3 +96,41 @@ def gem5_calls(fake_gem5: Path) -> Callable[[str], list[list[str]]]:
         return [argv for argv in found if mode in argv]
 
     return calls
+
+
+@pytest.fixture
+def run_shipped_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                     ) -> Callable[[str, dict[str, str]], Path]:
+    """Run a shipped spec (runs/campaigns/<name>.toml) in QEMU with the project's kernel
+    and image, after text edits {old: new}; returns its runs folder."""
+    import shutil
+
+    from pimcloud.runs.campaign import prepare_campaign
+    from pimcloud.runs.cli import execute
+    from pimcloud.runs.spec import CAMPAIGN_DIR
+
+    def run(spec_name: str, edit: dict[str, str]) -> Path:
+        if shutil.which("qemu-system-x86_64") is None:
+            pytest.skip("qemu-system-x86_64 is missing: apt-get install qemu-system-x86")
+        from pimcloud.guest.image import IMAGE_NAME, image_dir
+        from pimcloud.guest.kernel import kernel_dir
+
+        kernel, image = kernel_dir() / "bzImage", image_dir() / IMAGE_NAME
+        if not (kernel.is_file() and image.is_file()):
+            pytest.skip("the project kernel and image are not built: pimcloud kernel build, "
+                        "pimcloud image build")
+        monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+        text = (CAMPAIGN_DIR / f"{spec_name}.toml").read_text()
+        text = text.replace('[system]', f'[system]\nkernel = "{kernel}"\nimage = "{image}"')
+        for old, new in edit.items():
+            assert old in text
+            text = text.replace(old, new)
+        spec = tmp_path / f"{spec_name}.toml"
+        spec.write_text(text)
+        campaign = prepare_campaign(spec, tmp_path / "out")
+        if execute(campaign, "local", jobs=1, live=False) != 0:
+            failures = sorted((tmp_path / "out" / "failed").rglob("failure.json"))
+            pytest.fail(f"QEMU run failed: {failures[-1].read_text()[:3000] if failures else ''}")
+        return tmp_path / "out" / "runs"
+
+    return run

@@ -6,41 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pimcloud.runs.campaign import prepare_campaign
-from pimcloud.runs.cli import execute
-from pimcloud.runs.spec import CAMPAIGN_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu]
-
-
-def _run(spec_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-         edit: dict[str, str]) -> Path:
-    if shutil.which("qemu-system-x86_64") is None:
-        pytest.skip("qemu-system-x86_64 is missing: apt-get install qemu-system-x86")
-    from pimcloud.guest.image import IMAGE_NAME, image_dir
-    from pimcloud.guest.kernel import kernel_dir
-
-    kernel, image = kernel_dir() / "bzImage", image_dir() / IMAGE_NAME
-    if not (kernel.is_file() and image.is_file()):
-        pytest.skip("the project kernel and image are not built: pimcloud kernel build, "
-                    "pimcloud image build")
-    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
-    text = (CAMPAIGN_DIR / f"{spec_name}.toml").read_text()
-    text = text.replace('[system]', f'[system]\nkernel = "{kernel}"\nimage = "{image}"')
-    for old, new in edit.items():
-        assert old in text
-        text = text.replace(old, new)
-    spec = tmp_path / f"{spec_name}.toml"
-    spec.write_text(text)
-    campaign = prepare_campaign(spec, tmp_path / "out")
-    if execute(campaign, "local", jobs=1, live=False) != 0:
-        failures = sorted((tmp_path / "out" / "failed").rglob("failure.json"))
-        pytest.fail(f"QEMU run failed: {failures[-1].read_text()[:3000] if failures else ''}")
-    return tmp_path / "out" / "runs"
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -48,9 +19,8 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 
 def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runs = _run("churn-kill-qemu", tmp_path, monkeypatch,
-                {'measured = "6s"': 'measured = "4s"'})
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("churn-kill-qemu", {'measured = "6s"': 'measured = "4s"'})
     results = runs / "single" / "results"
     kill = next(e for e in _lines(results / "events.jsonl") if e["kind"] == "kill")
     decisions = _lines(results / "decisions.jsonl")
@@ -82,10 +52,9 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
 
 
 def test_an_app_that_ends_is_logged_and_il_interleaves_its_pages(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runs = _run("churn-exit-qemu", tmp_path, monkeypatch,
-                {'placement = ["cc", "il"]': 'placement = ["il"]',
-                 'measured = "6s"': 'measured = "4s"'})
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("churn-exit-qemu", {'placement = ["cc", "il"]': 'placement = ["il"]',
+                                                'measured = "6s"': 'measured = "4s"'})
     results = runs / "placement-il" / "results"
     said = next(line for line in _lines(results / "latency.jsonl")
                 if line.get("event") == "exit" and line.get("app") == "imgdnn")

@@ -59,3 +59,32 @@ def test_options_reach_the_agent_which_checks_them(tmp_path: Path) -> None:
 def test_options_for_an_unknown_manager_are_refused() -> None:
     with pytest.raises(SpecError, match="not a manager with options"):
         parse_spec(_spec(manager_options={"pimcloud-fast": {"x": 1}}))
+
+
+def test_a_policy_option_is_an_axis_with_the_other_options_kept(tmp_path: Path) -> None:
+    spec = parse_spec({**_spec(manager="interference",
+                               manager_options={"interference": {"learn_intervals": 5}}),
+                       "axes": {"options": {"interference": {"signal": ["latency", "none"]}}}})
+    runs = spec.runs()
+    assert [r.run_id for r in runs] == ["interference.signal-latency",
+                                        "interference.signal-none"]
+    config = agent_config(runs[1])
+    assert config["options"] == {"learn_intervals": 5, "signal": "none"}
+    _agent()
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(config))
+    check_agent_config(path)
+    path.write_text(json.dumps({**config, "options": {"signal": "counters"}}))
+    with pytest.raises(AgentConfigError, match=r"options\.signal"):
+        check_agent_config(path)
+
+
+@pytest.mark.parametrize("axes, fix", [
+    ({"options": {"pimcloud-fast": {"x": [1]}}}, "not a manager with options"),
+    ({"options": {"interference": {"signal": []}}}, "non-empty list"),
+    ({"options": {"interference": {"signal": ["p99", "p99"]}}}, "listed twice"),
+    ({"options": ["signal"]}, "options.<manager>.<key>"),
+])
+def test_option_axes_errors_name_the_fix(axes: dict[str, object], fix: str) -> None:
+    with pytest.raises(SpecError, match=fix):
+        parse_spec({**_spec(manager="interference"), "axes": axes})

@@ -200,6 +200,7 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
   Observation obs;
   obs.tNs = tNs;
   obs.freeBytes = freeBytesPerStack();
+  obs.memLatencyNs = memLatencyNs_;
   for (const auto& [name, st] : batch.stats) {
     const AppId id = idOf(name);
     if (id == kBePool) {
@@ -311,8 +312,9 @@ void Engine::apply(std::int64_t tNs) {
   if (want.beCpus != applied_.beCpus) {
     const Status st = machine_->setBeCpus(want.beCpus);
     if (!st.ok) log_->note(tNs, "backend-error", "BE cpuset: " + st.error);
-    if (options_.beQuota > 0) machine_->setBeQuota(options_.beQuota);
+    if (options_.beQuota > 0 && want.beQuotaCores <= 0) machine_->setBeQuota(options_.beQuota);
   }
+  applyBeQuota(tNs, want);
   std::vector<AppId> gone;
   std::vector<AppId> retry;
   for (const auto& [id, cpus] : want.appCpus) {
@@ -398,10 +400,32 @@ void Engine::apply(std::int64_t tNs) {
   for (AppId id : gone) appGone(tNs, id, "process gone when its cores changed");
 }
 
+// A policy's BE CPU quota in cores, as cpu.max over the BE CPUs; a policy that sets none
+// leaves the config's static be.cpu_max_fraction (or no limit).
+void Engine::applyBeQuota(std::int64_t tNs, const Assignment& want) {
+  const bool changed = want.beQuotaCores != applied_.beQuotaCores;
+  const bool resize = want.beQuotaCores > 0 && want.beCpus.size() != applied_.beCpus.size();
+  if (!changed && !resize) return;
+  const double fraction = want.beQuotaCores > 0 && !want.beCpus.empty()
+                              ? want.beQuotaCores / static_cast<double>(want.beCpus.size())
+                              : options_.beQuota;
+  const Status st = machine_->setBeQuota(fraction);
+  if (!changed) return;  // the same quota over a new pool: nothing new to log
+  Decision d;
+  d.tNs = tNs;
+  d.event = st.ok ? "be-quota" : "backend-error";
+  d.appName = "be";
+  d.toCores = want.beCpus;
+  d.values = {{"cores", want.beQuotaCores}};
+  d.reason = st.ok ? "CPU quota of the best-effort jobs (cpu.max)" : "BE quota: " + st.error;
+  log_->write(d);
+}
+
 // Seed 003: an app's memory latency = cache latency + the mean cycles its CPUs' misses
 // stayed outstanding, each CPU's cycles at its own clock (cycles counted over the
 // interval / its length), over the CPUs the app held during the interval.
 void Engine::estimateLatencies(std::int64_t tNs) {
+  memLatencyNs_.clear();
   std::map<int, MissSample> now = machine_->missCounters();
   if (now.empty()) return;
   const double seconds = static_cast<double>(tNs - lastMissesNs_);
@@ -425,8 +449,9 @@ void Engine::estimateLatencies(std::int64_t tNs) {
     d.app = id;
     d.appName = rt.spec.name;
     d.toCores = cpus->second;
-    d.values = {{"estimate_ns", options_.latencyCacheNs + outstandingNs / static_cast<double>(misses)},
-                {"misses", static_cast<double>(misses)}};
+    const double estimate = options_.latencyCacheNs + outstandingNs / static_cast<double>(misses);
+    memLatencyNs_[id] = estimate;
+    d.values = {{"estimate_ns", estimate}, {"misses", static_cast<double>(misses)}};
     d.reason = "cache latency + outstanding miss time / misses over the app's CPUs (seed 003)";
     log_->write(d);
   }

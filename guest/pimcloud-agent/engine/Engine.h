@@ -96,6 +96,7 @@ class Engine {
   void concentrate(std::int64_t tNs);
   void reapExited(std::int64_t tNs);
   void estimateLatencies(std::int64_t tNs);
+  void applyBeQuota(std::int64_t tNs, const Assignment& want);
   void enqueueMove(MoveJob job);
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;
@@ -120,6 +121,7 @@ class Engine {
   Assignment applied_;
   std::map<int, MissSample> lastMisses_;  // the previous interval's miss counters
   std::int64_t lastMissesNs_ = 0;
+  std::map<AppId, double> memLatencyNs_;  // this interval's estimates, for the policy
   std::vector<Decision> pending_;
   std::deque<MoveJob> moves_;
   std::int64_t lastTickHostNs_ = -1;

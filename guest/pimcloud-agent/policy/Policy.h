@@ -16,6 +16,16 @@
 
 namespace pimcloud {
 
+// Seed 003's interference controller (policy/Interference.h).
+struct InterferenceParams {
+  std::string signal = "latency";  // "latency" (seed 003), "p99" or "none"
+  int learnIntervals = 10;         // estimates averaged into an app's threshold (T)
+  double stepCores = 0.5;          // quota added per quiet interval
+  double floorCores = 1.0;         // quota after a violation, and at the start
+  double thresholdMargin = 0.0;    // threshold = mean x (1 + margin); the paper: 0
+  int lcCores = 0;                 // host cores per LC app (0: split the host cores)
+};
+
 // Tunables; defaults follow the paper (IV-D, IV-E).
 struct PolicyParams {
   std::size_t slackIntervals = 5;   // median p99 over this many 100 ms intervals
@@ -33,6 +43,7 @@ struct PolicyParams {
   // slack above which an app steps down its core ladder.
   std::vector<std::string> octopusOrder;
   double octopusDownsizeSlack = 0.3;
+  InterferenceParams interference;
 };
 
 struct PolicyContext {

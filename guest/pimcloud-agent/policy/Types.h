@@ -52,6 +52,9 @@ struct Observation {
   std::int64_t tNs = 0;
   std::map<AppId, IntervalStats> stats;
   std::map<int, std::uint64_t> freeBytes;  // per stack (1..M)
+  // Seed 003's memory-latency estimate of each app over the interval just ended, from
+  // the board's miss counters; empty where the machine has none (QEMU).
+  std::map<AppId, double> memLatencyNs;
 };
 
 // Dynamic data placement a policy asks for; placement/ decides the pages.
@@ -88,6 +91,8 @@ struct Assignment {
   std::vector<int> beCpus;
   // Memory-bandwidth throttle level of the BE CPUs (the board's counters; 0 = off).
   int beThrottle = 0;
+  // CPU quota of the BE jobs in cores (cgroup cpu.max over the BE CPUs; 0 = unlimited).
+  double beQuotaCores = 0;
   std::map<AppId, int> residentStack;  // for static placement and replication
   // Remote PIM cores: each gets one thread of its own, never context-switched (IV-E2).
   std::map<AppId, std::vector<int>> dedicatedCpus;

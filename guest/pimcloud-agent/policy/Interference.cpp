@@ -1,0 +1,238 @@
+#include "policy/Interference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace pimcloud {
+namespace {
+
+Decision note(std::int64_t tNs, const std::string& event, AppId app, const std::string& name,
+              std::string reason, std::map<std::string, double> values = {}) {
+  Decision d;
+  d.tNs = tNs;
+  d.event = event;
+  d.app = app;
+  d.appName = name;
+  d.reason = std::move(reason);
+  d.values = std::move(values);
+  return d;
+}
+
+std::string cores(double n) {
+  std::ostringstream s;
+  s << n << (n == 1 ? " core" : " cores");
+  return s.str();
+}
+
+}  // namespace
+
+InterferencePolicy::InterferencePolicy(const PolicyContext& context)
+    : topology_(context.topology), params_(context.params.interference) {}
+
+double InterferencePolicy::threshold(AppId app) const {
+  const auto it = thresholdNs_.find(app);
+  return it == thresholdNs_.end() ? 0.0 : it->second;
+}
+
+// LC apps share the host cores out in id order (lc_cores each, or an even split); the BE
+// jobs get every other core. More apps than host cores share them round robin.
+void InterferencePolicy::assignCores() {
+  std::vector<int> host;
+  std::vector<int> rest;
+  for (const Core& c : topology_->cores) (c.type == CoreType::Host ? host : rest).push_back(c.cpu);
+  appCpus_.clear();
+  beCpus_.clear();
+  if (apps_.empty() || host.empty()) {
+    beCpus_ = host;
+    beCpus_.insert(beCpus_.end(), rest.begin(), rest.end());
+    std::sort(beCpus_.begin(), beCpus_.end());
+    return;
+  }
+  const std::size_t n = apps_.size();
+  const std::size_t each = params_.lcCores > 0
+                               ? static_cast<std::size_t>(params_.lcCores)
+                               : std::max<std::size_t>(1, host.size() / n);
+  std::size_t next = 0;
+  for (const auto& [id, spec] : apps_) {
+    for (std::size_t k = 0; k < each; ++k) appCpus_[id].push_back(host[(next + k) % host.size()]);
+    next += each;
+  }
+  // Host cores no app holds join the BE pool.
+  for (std::size_t k = std::min(next, host.size()); k < host.size(); ++k) beCpus_.push_back(host[k]);
+  beCpus_.insert(beCpus_.end(), rest.begin(), rest.end());
+  std::sort(beCpus_.begin(), beCpus_.end());
+}
+
+void InterferencePolicy::start(const std::map<AppId, AppSpec>& apps, const Observation& now,
+                               std::vector<Decision>& out) {
+  for (const auto& [id, spec] : apps) arrive(id, spec, now, out);
+}
+
+void InterferencePolicy::arrive(AppId app, const AppSpec& spec, const Observation& now,
+                                std::vector<Decision>& out) {
+  apps_[app] = spec;
+  assignCores();
+  for (const auto& [id, cpus] : appCpus_) {
+    Decision d = note(now.tNs, id == app ? "initial" : "donate", id, apps_.at(id).name,
+                      "host cores split between the LC apps; the BE jobs get the others");
+    d.toCores = cpus;
+    out.push_back(std::move(d));
+  }
+  if (params_.signal == "none") {
+    quota_ = 0;
+  } else if (params_.signal == "latency") {
+    // Seed 003: a new LC app's threshold is learnt with the BE jobs fully throttled.
+    learning_[app].clear();
+    learnTicks_[app] = 0;
+    quota_ = kFullyThrottledCores;
+    out.push_back(note(now.tNs, "interference-learn", app, spec.name,
+                       "BE jobs fully throttled while " + std::to_string(params_.learnIntervals) +
+                           " memory-latency estimates of " + spec.name + " are taken"));
+  } else {
+    quota_ = std::min(params_.floorCores, maxCores());
+  }
+}
+
+void InterferencePolicy::exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) {
+  auto it = apps_.find(app);
+  if (it == apps_.end()) return;
+  Decision d = note(tNs, "exit", app, it->second.name, "");
+  d.fromCores = appCpus_[app];
+  out.push_back(std::move(d));
+  apps_.erase(it);
+  learning_.erase(app);
+  learnTicks_.erase(app);
+  thresholdNs_.erase(app);
+  assignCores();
+  if (params_.signal == "latency" && learning_.empty() && quota_ < params_.floorCores) {
+    quota_ = std::min(params_.floorCores, maxCores());
+  }
+}
+
+void InterferencePolicy::learn(const Observation& now, std::vector<Decision>& out) {
+  for (auto it = learning_.begin(); it != learning_.end();) {
+    const AppId app = it->first;
+    ++learnTicks_[app];
+    const auto e = now.memLatencyNs.find(app);
+    if (e != now.memLatencyNs.end() && e->second > 0) it->second.push_back(e->second);
+    const auto& samples = it->second;
+    if (static_cast<int>(samples.size()) >= params_.learnIntervals) {
+      const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) /
+                          static_cast<double>(samples.size());
+      thresholdNs_[app] = mean * (1 + params_.thresholdMargin);
+      out.push_back(note(now.tNs, "interference-threshold", app, apps_.at(app).name,
+                         "mean of the estimates taken with the BE jobs fully throttled",
+                         {{"threshold_ns", thresholdNs_[app]},
+                          {"samples", static_cast<double>(samples.size())}}));
+      it = learning_.erase(it);
+      continue;
+    }
+    if (learnTicks_[app] >= 4 * params_.learnIntervals && samples.empty()) {
+      // No counters (QEMU, or a board without them): nothing to learn from.
+      out.push_back(note(now.tNs, "backend-error", app, apps_.at(app).name,
+                         "no memory-latency estimates after " +
+                             std::to_string(learnTicks_[app]) +
+                             " intervals (the board has no counters: [gem5] counters = true); "
+                             "the BE jobs stay at " + cores(params_.floorCores)));
+      it = learning_.erase(it);  // no threshold: control() leaves the quota at its floor
+      continue;
+    }
+    ++it;
+  }
+  if (learning_.empty()) quota_ = std::min(params_.floorCores, maxCores());
+}
+
+void InterferencePolicy::control(const Observation& now, std::vector<Decision>& out) {
+  bool violated = false;
+  bool measured = false;
+  for (const auto& [id, spec] : apps_) {
+    double value = 0;
+    double limit = 0;
+    if (params_.signal == "latency") {
+      const auto e = now.memLatencyNs.find(id);
+      const auto t = thresholdNs_.find(id);
+      if (e == now.memLatencyNs.end() || t == thresholdNs_.end()) continue;
+      value = e->second;
+      limit = t->second;
+    } else {
+      const auto st = now.stats.find(id);
+      if (st == now.stats.end() || st->second.count == 0) continue;
+      value = st->second.p99Ns;
+      limit = spec.qosNs;
+    }
+    measured = true;
+    if (value > limit) {
+      violated = true;
+      if (quota_ > params_.floorCores) {
+        out.push_back(note(now.tNs, "interference", id, spec.name,
+                           (params_.signal == "latency" ? "memory-latency estimate" : "p99") +
+                               std::string(" above its threshold: BE jobs back to ") +
+                               cores(params_.floorCores),
+                           {{"value_ns", value}, {"threshold_ns", limit}}));
+      }
+    }
+  }
+  if (violated) {
+    quota_ = std::min(params_.floorCores, maxCores());
+  } else if (measured) {
+    quota_ = std::min(quota_ + params_.stepCores, maxCores());
+  }
+}
+
+void InterferencePolicy::step(const Observation& now, std::vector<Decision>& out) {
+  if (params_.signal == "none") return;
+  if (!learning_.empty()) {
+    learn(now, out);
+    return;
+  }
+  control(now, out);
+}
+
+Assignment InterferencePolicy::assignment() const {
+  Assignment as;
+  as.exclusive = true;
+  as.appCpus = appCpus_;
+  as.beCpus = beCpus_;
+  as.beQuotaCores = quota_;
+  // Each LC app's memory on the first stack (CC gathers it there), where the BE jobs on
+  // that stack's PIM cores share its bandwidth: the interference the controller manages.
+  for (const auto& [id, cpus] : appCpus_) as.residentStack[id] = topology_->stacks > 0 ? 1 : 0;
+  return as;
+}
+
+namespace {
+
+std::vector<std::string> interferenceOptions(const nlohmann::json& options, PolicyParams& params) {
+  OptionReader read(options);
+  InterferenceParams& p = params.interference;
+  read.choice("signal", p.signal, {"latency", "p99", "none"});
+  double learn = p.learnIntervals;
+  read.number("learn_intervals", learn, 1, 10000);
+  p.learnIntervals = static_cast<int>(std::lround(learn));
+  read.number("step_cores", p.stepCores, 0.01, 1024);
+  read.number("floor_cores", p.floorCores, 0.01, 1024);
+  read.number("threshold_margin", p.thresholdMargin, 0, 10);
+  double lc = p.lcCores;
+  read.number("lc_cores", lc, 0, 1024);
+  p.lcCores = static_cast<int>(std::lround(lc));
+  return read.errors;
+}
+
+}  // namespace
+
+PIMCLOUD_REGISTER_POLICY(
+    "interference",
+    "seed 003: fixed LC cores, BE CPU quota driven by the LC apps' memory-latency estimates",
+    [](const PolicyContext& c) { return std::make_unique<InterferencePolicy>(c); },
+    {{"signal", "string", "\"latency\"",
+      "latency (the counters' estimate against a learnt threshold), p99 (against QoS), none"},
+     {"learn_intervals", "number", "10", "estimates averaged into an LC app's threshold"},
+     {"step_cores", "number", "0.5", "BE quota added per interval below the threshold"},
+     {"floor_cores", "number", "1", "BE quota at the start and after a violation"},
+     {"threshold_margin", "number", "0", "threshold = learnt mean x (1 + margin)"},
+     {"lc_cores", "number", "0", "host cores per LC app (0: the host cores split evenly)"}},
+    interferenceOptions);
+
+}  // namespace pimcloud
