@@ -103,6 +103,7 @@ def run_shipped_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                      ) -> Callable[[str, dict[str, str]], Path]:
     """Run a shipped spec (runs/campaigns/<name>.toml) in QEMU with the project's kernel
     and image, after text edits {old: new}; returns its runs folder."""
+    import re
     import shutil
 
     from pimcloud.runs.campaign import prepare_campaign
@@ -121,6 +122,7 @@ def run_shipped_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                         "pimcloud image build")
         monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
         text = (CAMPAIGN_DIR / f"{spec_name}.toml").read_text()
+        text = re.sub(r'(?m)^(kernel|image) = "project".*\n', "", text)
         text = text.replace('[system]', f'[system]\nkernel = "{kernel}"\nimage = "{image}"')
         for old, new in edit.items():
             assert old in text
