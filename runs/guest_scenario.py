@@ -344,17 +344,19 @@ def killable_nap_lines() -> list[str]:
 
 
 def kernel_file_lines(run: Run) -> list[str]:
-    """Each service's numa_maps at the start and its latest while it runs (a sampler every
-    NUMA_MAPS_PERIOD_S), so pages moved can be checked against the kernel's own count."""
+    """Each service's and best-effort job's numa_maps at the start and its latest while it
+    runs (a sampler every NUMA_MAPS_PERIOD_S), so pages moved can be checked against the
+    kernel's own count. The jobs were started before (best_effort_lines: BE_<k>)."""
+    processes = [(f"$PID_{index}", app) for index, app in enumerate(run.scenario.apps)]
+    processes += [(f"$BE_{index}", job) for index, job in enumerate(run.scenario.be)]
     lines = ["(", *killable_nap_lines(), "  while :; do"]
-    for index, app in enumerate(run.scenario.apps):
-        lines.append(f'    cat /proc/$PID_{index}/numa_maps > "$R/{app}/numa_maps.tmp" '
-                     f'2>/dev/null && [ -s "$R/{app}/numa_maps.tmp" ] && '
-                     f'mv "$R/{app}/numa_maps.tmp" "$R/{app}/numa_maps.last"')
+    for pid, name in processes:
+        lines.append(f'    cat /proc/{pid}/numa_maps > "$R/{name}/numa_maps.tmp" '
+                     f'2>/dev/null && [ -s "$R/{name}/numa_maps.tmp" ] && '
+                     f'mv "$R/{name}/numa_maps.tmp" "$R/{name}/numa_maps.last"')
     lines += [f"    nap {NUMA_MAPS_PERIOD_S}", "  done", ") >/dev/null 2>&1 &", 'SAMPLER=$!']
-    for index, app in enumerate(run.scenario.apps):
-        lines.append(f'cat /proc/$PID_{index}/numa_maps > "$R/{app}/numa_maps.start" '
-                     "2>/dev/null")
+    for pid, name in processes:
+        lines.append(f'cat /proc/{pid}/numa_maps > "$R/{name}/numa_maps.start" 2>/dev/null')
     return lines
 
 
@@ -388,7 +390,8 @@ def best_effort_lines(run: Run) -> list[str]:
     lines = []
     for job in s.be:
         command = " ".join(be_command(job, f'"$R/{job}"', "$(nproc)", s.interval_s * 1e3))
-        lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"']
+        lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"',
+                  f"BE_{s.be.index(job)}=$!"]
     if s.be and s.manager != "none":
         # The agent creates the BE cgroup when it starts.
         # A counted loop of shell builtins, not $(seq 1 200): Debian's seq computes in x87

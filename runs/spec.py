@@ -34,7 +34,7 @@ CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 # `policies --json` is the source, runs/tests/test_spec.py compares the two), and "none":
 # no agent at all (plain Linux, as "default" but without the agent's log).
 MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
-            "octopus-man", "interference", "none")
+            "octopus-man", "interference", "balm", "none")
 PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent config)
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")

@@ -41,3 +41,36 @@ def test_interference_controller_sets_the_best_effort_quota_in_cpu_max(
     none = runs / "interference.signal-none" / "results"
     assert not [d for d in _lines(none / "decisions.jsonl") if d["event"] == "be-quota"]
     assert _cpu_max(none / "cgroups.txt", "be") == "max/100000"
+
+
+def _pages_on(numa_maps: Path, node: int) -> int:
+    """4 KiB pages of a process on a node, as its numa_maps counts them (huge pages too)."""
+    total = 0
+    for line in numa_maps.read_text().splitlines():
+        found = re.search(rf" N{node}=(\d+)", line)
+        if found:
+            size = re.search(r" kernelpagesize_kB=(\d+)", line)
+            total += int(found.group(1)) * (int(size.group(1)) // 4 if size else 1)
+    return total
+
+
+def test_balm_moves_the_best_effort_pages_off_the_lc_stack(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("balm-qemu", {})
+    for mode in ("pgm", "unshared"):
+        results = runs / f"balm.mode-{mode}" / "results"
+        decisions = _lines(results / "decisions.jsonl")
+        asks = [d for d in decisions if d["event"] == "be-migrate"]
+        assert asks and all(d["placement"][0]["from_stack"] == 1  # type: ignore[index]
+                            and d["placement"][0]["stack"] == 2 for d in asks), asks[:2]
+        assert "planned off stack 1" in str(asks[0]["reason"])
+        # Booked as move_pages reported them, in the asking decision or its later "migrate"
+        # entries (under TCG a busy job's pages move at tens per second: its threads must
+        # acknowledge every TLB shootdown, and they share two host cores).
+        moved = sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
+                    if d["app"] == "be")
+        assert moved > 0, (mode, asks[:2])
+        # The kernel's count agrees: the job's memory on stack 2 holds at least the pages
+        # the log says went there.
+        last = results / "membw" / "numa_maps.last"
+        assert _pages_on(last, 2) >= moved, (mode, _pages_on(last, 2), moved)

@@ -71,6 +71,8 @@ class FakeMachine : public Machine {
   std::vector<PageInfo> hotPages(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   bool alive(const AppHandle& app) override { return deadApps.count(app.name) == 0; }
+  std::vector<int> bePidList;  // what bePids() reads (their pages in pagesOf)
+  std::vector<int> bePids() override { return bePidList; }
   std::map<int, std::uint64_t> pagesPerNode(int pid) override {
     std::map<int, std::uint64_t> out;
     for (const PageInfo& p : pagesOf[pid]) ++out[p.node];

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 
 #include "backend/Sysfs.h"
 
@@ -158,6 +159,14 @@ void LinuxMachine::releaseApp(const AppHandle& app) {
   hotness_.erase(app.pid);
   scanCursor_.erase(app.pid);
   if (options_.useCgroups && !cgroups_.removeApp(app.name).ok) lingering_.insert(app.name);
+}
+
+std::vector<int> LinuxMachine::bePids() {
+  std::vector<int> out;
+  if (!options_.useCgroups) return out;
+  std::ifstream procs(options_.cgroupRoot + "/be/cgroup.procs");
+  for (int pid = 0; procs >> pid;) out.push_back(pid);
+  return out;
 }
 
 void LinuxMachine::housekeeping() {

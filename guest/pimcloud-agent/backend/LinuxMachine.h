@@ -57,6 +57,7 @@ class LinuxMachine : public Machine {
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;
   void releaseApp(const AppHandle& app) override;
   void housekeeping() override;
+  std::vector<int> bePids() override;
 
   // Present private anonymous pages of a process with their PFNs (pagemap).
   struct Page {

@@ -85,6 +85,8 @@ class Machine {
     return Status::failure("this machine has no bandwidth throttle (gem5 board without "
                            "counters, or QEMU)");
   }
+  // The best-effort jobs' processes (the BE cgroup's cgroup.procs); empty if unknown.
+  virtual std::vector<int> bePids() { return {}; }
   // Whether an app still runs: false once its process has exited (a zombie counts as
   // exited) or its cgroup is no longer populated. An app whose pid is not known is alive.
   virtual bool alive(const AppHandle& app) = 0;

@@ -24,7 +24,12 @@ std::string decisionToJson(const Decision& d) {
   j["reason"] = d.reason;
   json placement = json::array();
   for (const PlacementRequest& p : d.placement) {
-    placement.push_back({{"kind", toString(p.kind)}, {"core", p.core}, {"stack", p.stack}});
+    json entry{{"kind", toString(p.kind)}, {"core", p.core}, {"stack", p.stack}};
+    if (p.kind == PlacementRequest::Kind::MoveBePages) {
+      entry["from_stack"] = p.fromStack;
+      entry["fraction"] = p.fraction;
+    }
+    placement.push_back(std::move(entry));
   }
   j["placement"] = placement;
   if (!d.values.empty()) j["values"] = d.values;

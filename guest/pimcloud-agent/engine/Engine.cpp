@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -536,7 +537,7 @@ void Engine::runMoves(std::int64_t tNs) {
       touched.push_back({job, 0, 0, "", false});
     }
     Progress& prog = touched.back();
-    Runtime& rt = apps_.at(job.app);
+    Runtime* rt = job.app == kBePool ? nullptr : &apps_.at(job.app);
     const std::size_t left = job.pages.size() - job.next;
     // The reserve is checked before every chunk: other processes allocate meanwhile.
     const auto freeBytes = freeBytesPerStack();
@@ -557,21 +558,21 @@ void Engine::runMoves(std::int64_t tNs) {
            static_cast<std::size_t>(room)});
       const std::vector<std::uintptr_t> chunk(job.pages.begin() + static_cast<long>(job.next),
                                               job.pages.begin() + static_cast<long>(job.next + n));
-      const MoveResult r = machine_->movePages(rt.handle.pid, chunk, job.node);
+      const MoveResult r = machine_->movePages(rt ? rt->handle.pid : job.pid, chunk, job.node);
       job.next += n;
       // Pages of the plan found on the target already left their node with this
       // migration (a transparent huge page moves whole for any of its addresses): they
       // are booked, and come back with the core, like the pages the call moved.
       prog.moved += r.moved + r.alreadyThere;
       prog.alreadyThere += r.alreadyThere;
-      if (job.followsCpu >= 0) {
-        auto& booked = rt.movedFor[job.followsCpu];
+      if (rt && job.followsCpu >= 0) {
+        auto& booked = rt->movedFor[job.followsCpu];
         booked.insert(booked.end(), r.movedPages.begin(), r.movedPages.end());
         booked.insert(booked.end(), r.foundThere.begin(), r.foundThere.end());
       }
       note(prog.notes, r.why(job.node));
       if (r.status.gone) {
-        gone.emplace_back(job.app, "process gone (ESRCH) while its pages moved");
+        if (rt) gone.emplace_back(job.app, "process gone (ESRCH) while its pages moved");
         stop = "stopped";
       } else if (r.targetFull) {
         stop = std::to_string(job.pages.size() - job.next) + " pages not moved";
@@ -618,7 +619,7 @@ void Engine::runMoves(std::int64_t tNs) {
     d.tNs = tNs;
     d.event = "migrate";
     d.app = prog.job.app;
-    d.appName = rt == apps_.end() ? "" : rt->second.spec.name;
+    d.appName = prog.job.app == kBePool ? "be" : rt == apps_.end() ? "" : rt->second.spec.name;
     d.pagesMoved = prog.moved;
     d.reason = prog.job.purpose + (prog.finished ? ": done" : ": going on") + prog.notes;
     pending_.push_back(d);
@@ -630,6 +631,10 @@ void Engine::place(Decision& d, long index) {
   using K = PlacementRequest::Kind;
   const auto freeBytes = freeBytesPerStack();
   for (const PlacementRequest& p : d.placement) {
+    if (p.kind == K::MoveBePages) {
+      moveBePages(p, d, index);
+      continue;
+    }
     auto rtIt = apps_.find(p.app);
     if (rtIt == apps_.end()) continue;
     Runtime& rt = rtIt->second;
@@ -689,6 +694,8 @@ void Engine::place(Decision& d, long index) {
         if (!job.pages.empty()) enqueueMove(std::move(job));
         break;
       }
+      case K::MoveBePages:
+        break;  // handled above: no LC app
       case K::Replicate:
       case K::DropReplicas: {
         json j{{"t_ns", d.tNs}, {"event", p.kind == K::Replicate ? "replicate" : "drop-replicas"},
@@ -700,6 +707,38 @@ void Engine::place(Decision& d, long index) {
       }
     }
   }
+}
+
+// BALM's increment: a share of each BE process's pages on one stack, hottest first, to
+// another; queued like every move (the migration budget, the target's reserve).
+void Engine::moveBePages(const PlacementRequest& p, Decision& d, long index) {
+  std::uint64_t planned = 0;
+  const std::vector<int> pids = machine_->bePids();
+  for (int pid : pids) {
+    std::set<std::uintptr_t> queued;
+    for (const MoveJob& j : moves_) {
+      if (j.app == kBePool && j.pid == pid) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+    }
+    std::vector<std::uintptr_t> pages;
+    for (const PageInfo& page : machine_->hotPages(pid, p.fromStack)) {
+      if (queued.count(page.addr) == 0) pages.push_back(page.addr);
+    }
+    const auto n = static_cast<std::size_t>(std::ceil(p.fraction * static_cast<double>(pages.size())));
+    pages.resize(std::min(n, pages.size()));
+    if (pages.empty()) continue;
+    planned += pages.size();
+    MoveJob job;
+    job.pid = pid;
+    job.node = p.stack;
+    job.purpose = "best-effort pages of pid " + std::to_string(pid) + " off stack " +
+                  std::to_string(p.fromStack);
+    job.pages = std::move(pages);
+    job.decision = index;
+    enqueueMove(std::move(job));
+  }
+  d.reason += "; " + std::to_string(planned) + " best-effort pages of " +
+              std::to_string(pids.size()) + " process(es) planned off stack " +
+              std::to_string(p.fromStack);
 }
 
 void Engine::run(const std::atomic<bool>& stop) {

@@ -64,7 +64,8 @@ class Engine {
  private:
   // Pages on their way to `node`, moved a chunk at a time within the interval's budget.
   struct MoveJob {
-    AppId app = kBePool;
+    AppId app = kBePool;  // kBePool: a best-effort process's pages (pid)
+    int pid = 0;
     int node = -1;
     int followsCpu = -1;  // the remote core the pages follow (remembered to move back)
     std::string purpose;  // for the log: "for core 9", "gather on resident stack 2"
@@ -97,6 +98,7 @@ class Engine {
   void reapExited(std::int64_t tNs);
   void estimateLatencies(std::int64_t tNs);
   void applyBeQuota(std::int64_t tNs, const Assignment& want);
+  void moveBePages(const PlacementRequest& p, Decision& d, long index);
   void enqueueMove(MoveJob job);
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;

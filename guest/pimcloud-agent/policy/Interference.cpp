@@ -5,6 +5,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "policy/HostSplit.h"
+
 namespace pimcloud {
 namespace {
 
@@ -36,33 +38,12 @@ double InterferencePolicy::threshold(AppId app) const {
   return it == thresholdNs_.end() ? 0.0 : it->second;
 }
 
-// LC apps share the host cores out in id order (lc_cores each, or an even split); the BE
-// jobs get every other core. More apps than host cores share them round robin.
 void InterferencePolicy::assignCores() {
-  std::vector<int> host;
-  std::vector<int> rest;
-  for (const Core& c : topology_->cores) (c.type == CoreType::Host ? host : rest).push_back(c.cpu);
-  appCpus_.clear();
-  beCpus_.clear();
-  if (apps_.empty() || host.empty()) {
-    beCpus_ = host;
-    beCpus_.insert(beCpus_.end(), rest.begin(), rest.end());
-    std::sort(beCpus_.begin(), beCpus_.end());
-    return;
-  }
-  const std::size_t n = apps_.size();
-  const std::size_t each = params_.lcCores > 0
-                               ? static_cast<std::size_t>(params_.lcCores)
-                               : std::max<std::size_t>(1, host.size() / n);
-  std::size_t next = 0;
-  for (const auto& [id, spec] : apps_) {
-    for (std::size_t k = 0; k < each; ++k) appCpus_[id].push_back(host[(next + k) % host.size()]);
-    next += each;
-  }
-  // Host cores no app holds join the BE pool.
-  for (std::size_t k = std::min(next, host.size()); k < host.size(); ++k) beCpus_.push_back(host[k]);
-  beCpus_.insert(beCpus_.end(), rest.begin(), rest.end());
-  std::sort(beCpus_.begin(), beCpus_.end());
+  std::vector<AppId> ids;
+  for (const auto& [id, spec] : apps_) ids.push_back(id);
+  HostSplit split = splitHostCores(*topology_, ids, params_.lcCores);
+  appCpus_ = std::move(split.appCpus);
+  beCpus_ = std::move(split.beCpus);
 }
 
 void InterferencePolicy::start(const std::map<AppId, AppSpec>& apps, const Observation& now,

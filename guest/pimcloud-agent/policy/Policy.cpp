@@ -133,6 +133,7 @@ const char* toString(PlacementRequest::Kind kind) {
     case PlacementRequest::Kind::MigrateThreadBack: return "migrate-thread-back";
     case PlacementRequest::Kind::Replicate: return "replicate";
     case PlacementRequest::Kind::DropReplicas: return "drop-replicas";
+    case PlacementRequest::Kind::MoveBePages: return "move-be-pages";
   }
   return "?";
 }

@@ -26,6 +26,15 @@ struct InterferenceParams {
   int lcCores = 0;                 // host cores per LC app (0: split the host cores)
 };
 
+// BALM (seed 001; policy/Balm.h) and its baselines.
+struct BalmParams {
+  std::string mode = "balm";   // "balm", "mba" (throttle only), "pgm" (migration only),
+                               // "unshared" (the BE jobs' memory kept off the LC stack)
+  int maxLevel = 9;            // the throttle's most restrictive level (pim_counters_abi.h)
+  double stepFraction = 0.25;  // of the BE pages on the LC stack, moved per increment
+  int lcCores = 0;             // host cores per LC app (0: the host cores split evenly)
+};
+
 // Tunables; defaults follow the paper (IV-D, IV-E).
 struct PolicyParams {
   std::size_t slackIntervals = 5;   // median p99 over this many 100 ms intervals
@@ -44,6 +53,7 @@ struct PolicyParams {
   std::vector<std::string> octopusOrder;
   double octopusDownsizeSlack = 0.3;
   InterferenceParams interference;
+  BalmParams balm;
 };
 
 struct PolicyContext {

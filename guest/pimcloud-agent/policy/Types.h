@@ -59,11 +59,15 @@ struct Observation {
 
 // Dynamic data placement a policy asks for; placement/ decides the pages.
 struct PlacementRequest {
-  enum class Kind { MigrateThreadTo, MigrateThreadBack, Replicate, DropReplicas };
+  // MoveBePages: `fraction` of the best-effort jobs' pages on `fromStack` (hottest first)
+  // move to `stack` (BALM's page migration, seed 001).
+  enum class Kind { MigrateThreadTo, MigrateThreadBack, Replicate, DropReplicas, MoveBePages };
   Kind kind = Kind::MigrateThreadTo;
   AppId app = kBePool;
   int core = -1;   // the remote PIM core concerned (Migrate*)
-  int stack = 0;   // target stack (MigrateThreadTo, Replicate, DropReplicas) or resident
+  int stack = 0;   // target stack (MigrateThreadTo, Replicate, DropReplicas, MoveBePages) or resident
+  int fromStack = -1;     // MoveBePages: the stack the pages leave
+  double fraction = 1.0;  // MoveBePages: of the pages found there
 };
 const char* toString(PlacementRequest::Kind kind);
 
