@@ -35,7 +35,7 @@ from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 
-from .spec import Run
+from .spec import TIERING_PAGES, Run
 
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
@@ -206,7 +206,8 @@ def agent_config(run: Run) -> dict[str, Any]:
         "interval_ms": s.interval_s * 1e3,
         **s.control.agent_config(),
         "topology": "sysfs",
-        "placement": {"static": s.placement},
+        "placement": {"static": s.placement,
+                      **({"tiering_pages": TIERING_PAGES} if s.tiering == "agent" else {})},
         "apps": apps,
         "latency": LATENCY_FILE,
         "control": CONTROL_FILE,

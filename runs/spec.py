@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pimcloud.topology import TopologyError, load_topology
+from pimcloud.topology import TopologyError, load_topology, numa_nodes
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 
@@ -36,11 +36,18 @@ CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
             "octopus-man", "interference", "balm", "none")
 PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent config)
+# Seed 004's allocation policies on a server with a slow capacity tier on node 0 (the
+# `tiered` preset): the stacks first / only, the slow tier first / only.
+TIERED_PLACEMENTS = ("fast-preferred", "fast-always", "slow-preferred", "slow-always")
+# Dynamic tiering beside them: none, or the agent's promotion of hot slow pages and
+# (fast-always) demotion of cold ones, TIERING_PAGES pages an interval each way at most.
+TIERING = ("none", "agent")
+TIERING_PAGES = 2048  # 8 MiB an interval: 80 MB/s at the paper's 100 ms
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
-                 "hotness")
+                 "hotness", "tiering")
 # Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
 # counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
 HOTNESS_SOURCES = ("idle", "hw")
@@ -168,6 +175,7 @@ class Scenario:
     # validates them and `pimcloud-agent policies --json` lists them).
     manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
     hotness: str = "idle"  # the agent's page-hotness source (HOTNESS_SOURCES)
+    tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
 
     def options_of(self, manager: str) -> dict[str, Any]:
         """The options the scenario gives ``manager``'s policy ({} when none)."""
@@ -382,6 +390,8 @@ class Run:
         record["seed"] = s.seed
         if s.hotness != "idle":  # runs recorded before the choice existed used idle
             record["hotness"] = s.hotness
+        if s.tiering != "none":
+            record["tiering"] = s.tiering
         if s.be:
             record["be"] = list(s.be)
         if s.interval_s != DEFAULT_INTERVAL_S:
@@ -654,7 +664,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         load=load,
         rps=rps,
         manager=t.choice("manager", MANAGERS, "pimcloud"),
-        placement=t.choice("placement", PLACEMENTS, "cc"),
+        placement=t.choice("placement", PLACEMENTS + TIERED_PLACEMENTS, "cc"),
         seed=t.integer("seed", 1),
         be=t.strings("be"),
         threads=t.integer("threads", 4, minimum=1),
@@ -663,6 +673,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         control=control,
         manager_options=_parse_manager_options(t),
         hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
+        tiering=t.choice("tiering", TIERING, "none"),
     )
 
 
@@ -783,9 +794,9 @@ def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise t.error(name, values, "a value is listed twice; list each once")
         for value in values:
-            if name in ("manager", "placement", "hotness"):
-                options = {"manager": MANAGERS, "placement": PLACEMENTS,
-                           "hotness": HOTNESS_SOURCES}[name]
+            if name in ("manager", "placement", "hotness", "tiering"):
+                options = {"manager": MANAGERS, "placement": PLACEMENTS + TIERED_PLACEMENTS,
+                           "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
                 if value not in options:
                     raise t.error(name, value, "choose among " + ", ".join(map(repr, options)))
             elif name == "topology":
@@ -828,6 +839,17 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
     if len(set(s.apps)) != len(s.apps):
         raise SpecError(spec.source, "scenario.apps", list(s.apps),
                         f"{where}: an app appears twice in a mix")
+    if s.placement in TIERED_PLACEMENTS:
+        host = numa_nodes(load_topology(run.topology))[0]
+        if host.cpus and host.capacity == 0:
+            raise SpecError(spec.source, "scenario.placement", s.placement,
+                            f"{where}: a tiered placement needs a slow tier on node 0; "
+                            f"{run.topology}'s host node has no memory (use topology = "
+                            '"tiered")')
+    elif s.tiering != "none":
+        raise SpecError(spec.source, "scenario.tiering", s.tiering,
+                        f"{where}: tiering moves pages between the tiers of a tiered "
+                        "placement; set placement to one of " + ", ".join(TIERED_PLACEMENTS))
     if s.load is None and s.rps is None:
         raise SpecError(spec.source, "scenario.load", "(missing)",
                         "give scenario.load (fraction of max load) or scenario.rps, or an axis")

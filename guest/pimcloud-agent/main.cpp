@@ -3,7 +3,7 @@
 //   pimcloud-agent run --config agent.json [--duration-s N]   manage until SIGINT/SIGTERM
 //   pimcloud-agent check --config agent.json                  validate the config
 //   pimcloud-agent policies [--json]                          the policy plugins (and options)
-//   pimcloud-agent exec --placement cc|ft|il [--resident K] [--stacks M] -- CMD ARGS...
+//   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
 #include <sys/mman.h>
@@ -42,7 +42,7 @@ int usage() {
                "usage: pimcloud-agent run --config FILE [--duration-s N]\n"
                "       pimcloud-agent check --config FILE\n"
                "       pimcloud-agent policies [--json]\n"
-               "       pimcloud-agent exec --placement cc|ft|il [--resident K] [--stacks M] -- CMD...\n"
+               "       pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] -- CMD...\n"
                "       pimcloud-agent numa-maps PID\n");
   return 2;
 }
@@ -173,7 +173,8 @@ int exec(const std::vector<std::string>& args, char** argv, int argc) {
   if (dashdash < 0 || dashdash + 1 >= argc) return usage();
   const auto placement = parseStaticPlacement(option(args, "--placement", "cc"));
   if (!placement) {
-    std::fprintf(stderr, "--placement: use cc, ft or il\n");
+    std::fprintf(stderr, "--placement: use cc, ft, il, fast-preferred, fast-always, "
+                         "slow-preferred or slow-always\n");
     return 2;
   }
   const int resident = std::atoi(option(args, "--resident", "1").c_str());

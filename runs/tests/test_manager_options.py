@@ -88,3 +88,17 @@ def test_a_policy_option_is_an_axis_with_the_other_options_kept(tmp_path: Path) 
 def test_option_axes_errors_name_the_fix(axes: dict[str, object], fix: str) -> None:
     with pytest.raises(SpecError, match=fix):
         parse_spec({**_spec(manager="interference"), "axes": axes})
+
+
+def test_tiering_reaches_the_agent_config_which_accepts_it(tmp_path: Path) -> None:
+    spec = parse_spec({**_spec(placement="slow-preferred", tiering="agent"),
+                       "system": {"topology": "tiered"}})
+    config = agent_config(spec.runs()[0])
+    assert config["placement"] == {"static": "slow-preferred", "tiering_pages": 2048}
+    _agent()
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(config))
+    check_agent_config(path)
+    path.write_text(json.dumps({**config, "placement": {"static": "slow-sometimes"}}))
+    with pytest.raises(AgentConfigError, match="fast-preferred"):
+        check_agent_config(path)

@@ -74,3 +74,46 @@ def test_balm_moves_the_best_effort_pages_off_the_lc_stack(
         # the log says went there.
         last = results / "membw" / "numa_maps.last"
         assert _pages_on(last, 2) >= moved, (mode, _pages_on(last, 2), moved)
+
+
+def _anon_policy_and_pages(numa_maps: Path) -> tuple[set[str], dict[int, int]]:
+    """The memory policies of a process's anonymous mappings and its 4 KiB pages per node."""
+    policies: set[str] = set()
+    pages: dict[int, int] = {}
+    for line in numa_maps.read_text().splitlines():
+        if " anon=" not in line:
+            continue
+        policies.add(line.split(" ", 1)[1].split(" anon=")[0].split(" file=")[0].split(" heap")[0]
+                     .split(" stack")[0])
+        size = re.search(r" kernelpagesize_kB=(\d+)", line)
+        for node, count in re.findall(r" N(\d+)=(\d+)", line):
+            pages[int(node)] = pages.get(int(node), 0) + int(count) * (
+                int(size.group(1)) // 4 if size else 1)
+    return policies, pages
+
+
+def test_tiered_allocation_policies_and_the_agents_tiering(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("tiered-qemu", {})
+    kernel_policy = {"fast-preferred": "prefer (many):1-2", "fast-always": "bind:1-2",
+                     "slow-preferred": "prefer:0", "slow-always": "bind:0"}
+    for placement, expected in kernel_policy.items():
+        results = runs / f"placement-{placement}" / "results"
+        policies, pages = _anon_policy_and_pages(results / "kvstore" / "numa_maps.last")
+        assert policies == {expected}, (placement, policies)
+        decisions = _lines(results / "decisions.jsonl")
+        promoted = sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
+                       if d["event"] == "promote" or (d["event"] == "migrate"
+                                                      and "promote" in str(d["reason"])))
+        on_stacks = pages.get(1, 0) + pages.get(2, 0)
+        if placement.startswith("fast"):
+            # The stacks have room for all of kvstore: nothing on the slow tier to promote.
+            assert pages.get(0, 0) <= 0.05 * on_stacks, (placement, pages)
+        else:
+            # Allocated on node 0, its hot pages then promoted by the agent.
+            assert promoted > 0 and on_stacks > 0, (placement, pages, promoted)
+            if placement == "slow-always":
+                # bind:0: the kernel never puts an anonymous page on a stack itself, so
+                # every page there is one the log booked (some since freed, some moved
+                # after the last numa_maps sample: at most, not equal).
+                assert on_stacks <= promoted * 1.01 + 8, (placement, on_stacks, promoted)

@@ -126,3 +126,15 @@ def test_per_core_max_rps_reach_the_agent_config_or_are_refused_alone() -> None:
     assert "max_rps_host" not in agent_config(spec_of().runs()[0])["apps"][0]  # type: ignore[attr-defined]
     message = error_of(BASE.replace('qos = "1ms"', 'qos = "1ms"\nmax_rps_host_core = 900'))
     assert "apps.kvstore.max_rps_host_core" in message and "together" in message
+
+
+def test_tiered_placements_need_a_slow_tier_and_tiering_needs_them() -> None:
+    tiered = spec_of('[system]\ntopology = "tiered"\n[axes]\n'
+                     'placement = ["fast-preferred", "slow-always"]\ntiering = ["none", "agent"]\n')
+    runs = tiered.runs()  # type: ignore[attr-defined]
+    assert [r.run_id for r in runs][-1] == "placement-slow-always_tiering-agent"
+    assert runs[-1].axes_record()["tiering"] == "agent"
+    with pytest.raises(SpecError, match='no memory .use topology = "tiered"'):
+        spec_of('[axes]\nplacement = ["fast-always"]\n').runs()  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match="set placement to one of fast-preferred"):
+        spec_of('[axes]\ntiering = ["agent"]\n').runs()  # type: ignore[attr-defined]

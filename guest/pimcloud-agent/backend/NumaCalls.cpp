@@ -13,7 +13,9 @@ namespace {
 // From <linux/mempolicy.h>, to avoid a libnuma dependency.
 constexpr int kMpolDefault = 0;
 constexpr int kMpolPreferred = 1;
+constexpr int kMpolBind = 2;
 constexpr int kMpolInterleave = 3;
+constexpr int kMpolPreferredMany = 5;  // Linux 5.15+
 constexpr int kMpolMfMove = 1 << 1;
 
 }  // namespace
@@ -121,6 +123,8 @@ Status applyMemPolicy(const MemPolicySpec& spec) {
   int mode = kMpolDefault;
   if (spec.mode == MemPolicySpec::Mode::Preferred) mode = kMpolPreferred;
   if (spec.mode == MemPolicySpec::Mode::Interleave) mode = kMpolInterleave;
+  if (spec.mode == MemPolicySpec::Mode::Bind) mode = kMpolBind;
+  if (spec.mode == MemPolicySpec::Mode::PreferredMany) mode = kMpolPreferredMany;
   long rc = 0;
   if (mode == kMpolDefault) {
     rc = ::syscall(SYS_set_mempolicy, mode, nullptr, 0UL);

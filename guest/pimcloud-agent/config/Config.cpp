@@ -252,7 +252,8 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   if (j.contains("placement")) {
     const json& p = j["placement"];
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
-                                 "migration_chunk_pages"});
+                                 "migration_chunk_pages", "tiering_pages"});
+    c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);
     double budgetMs = 20;
     if (c.number(p, "migration_budget_ms", "placement.migration_budget_ms", budgetMs, 0.1, 60000)) {
       cfg.engine.migrationBudgetNs = static_cast<std::int64_t>(budgetMs * 1e6);
@@ -263,7 +264,8 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
     if (c.string(p, "static", "placement.static", name)) {
       const auto sp = parseStaticPlacement(name);
       if (!sp) {
-        c.error("placement.static", "is \"" + name + "\"; use \"ft\", \"cc\" or \"il\"");
+        c.error("placement.static", "is \"" + name + "\"; use \"ft\", \"cc\", \"il\", "
+                "\"fast-preferred\", \"fast-always\", \"slow-preferred\" or \"slow-always\"");
       } else {
         cfg.staticPlacement = *sp;
         cfg.engine.staticPlacement = *sp;

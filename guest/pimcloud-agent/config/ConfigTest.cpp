@@ -95,7 +95,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   EXPECT_FALSE(r.config);
   EXPECT_TRUE(mentions(r, "field \"policy\": \"pimclod\" is not a policy; use one of:"));
   EXPECT_TRUE(mentions(r, "field \"interval_ms\": is \"fast\", expected a number"));
-  EXPECT_TRUE(mentions(r, "field \"placement.static\": is \"xx\"; use \"ft\", \"cc\" or \"il\""));
+  EXPECT_TRUE(mentions(r, "field \"placement.static\": is \"xx\"; use \"ft\", \"cc\", \"il\", \"fast-preferred\""));
   EXPECT_TRUE(mentions(r, "field \"apps[0].qos_ms\": missing"));
   EXPECT_TRUE(mentions(r, "give both max_rps_host and max_rps_pim"));
   EXPECT_TRUE(mentions(r, "\"a\" appears twice"));

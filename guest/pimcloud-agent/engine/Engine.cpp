@@ -285,6 +285,7 @@ void Engine::tick(std::int64_t tNs) {
   apply(tNs);
   phase("apply");
   concentrate(tNs);
+  tier(tNs);
   phase("gather");
   if (options_.hotnessScanIntervals > 0) {
     // Each app's scan walks all its pages: apps take turns (app id offsets the round),
@@ -460,6 +461,71 @@ void Engine::estimateLatencies(std::int64_t tNs) {
   lastMissesNs_ = tNs;
 }
 
+void Engine::queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt,
+                           std::vector<std::uintptr_t> pages, int node, const std::string& event,
+                           const std::string& why) {
+  if (pages.empty()) return;
+  Decision d;
+  d.tNs = tNs;
+  d.event = event;
+  d.app = id;
+  d.appName = rt.spec.name;
+  d.values = {{"pages", static_cast<double>(pages.size())}, {"to_node", static_cast<double>(node)}};
+  d.reason = why;
+  pending_.push_back(d);
+  MoveJob job;
+  job.app = id;
+  job.node = node;
+  job.purpose = event + " to node " + std::to_string(node);
+  job.pages = std::move(pages);
+  job.decision = static_cast<long>(pending_.size()) - 1;
+  enqueueMove(std::move(job));
+}
+
+// Seed 004's dynamic tiering beside its allocation policies: hot slow-tier pages up to
+// the stack with the most room; under fast-always, cold pages down when a stack runs short.
+void Engine::tier(std::int64_t tNs) {
+  if (options_.tieringPages == 0 || !isTiered(options_.staticPlacement)) return;
+  std::set<std::uintptr_t> queued;
+  for (const MoveJob& j : moves_) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+  const auto freeBytes = freeBytesPerStack();
+  for (auto& [id, rt] : apps_) {
+    if (!rt.inPolicy || rt.handle.pid <= 0) continue;
+    int roomiest = -1;
+    std::uint64_t most = options_.reserveBytes;
+    for (const auto& [node, bytes] : freeBytes) {
+      if (node >= 1 && bytes > most) {
+        most = bytes;
+        roomiest = node;
+      }
+    }
+    if (roomiest > 0) {
+      std::vector<std::uintptr_t> hot;
+      const std::size_t room = (most - options_.reserveBytes) / options_.pageBytes;
+      for (const PageInfo& p : machine_->hotPages(rt.handle.pid, kSlowNode)) {
+        if (hot.size() >= std::min(options_.tieringPages, room) || p.hotness == 0) break;
+        if (queued.count(p.addr) == 0) hot.push_back(p.addr);
+      }
+      queueTierMove(tNs, id, rt, std::move(hot), roomiest, "promote",
+                    "hot pages of the slow tier (node " + std::to_string(kSlowNode) +
+                        ") up to the stack with the most room");
+    }
+    if (options_.staticPlacement != StaticPlacement::FastAlways) continue;
+    for (const auto& [node, bytes] : freeBytes) {
+      if (node < 1 || bytes >= 2 * options_.reserveBytes) continue;
+      std::vector<PageInfo> pages = machine_->hotPages(rt.handle.pid, node);
+      std::vector<std::uintptr_t> cold;
+      for (auto it = pages.rbegin(); it != pages.rend() && cold.size() < options_.tieringPages; ++it) {
+        if (it->hotness > 0) break;  // hottest first: from the end, the coldest
+        if (queued.count(it->addr) == 0) cold.push_back(it->addr);
+      }
+      queueTierMove(tNs, id, rt, std::move(cold), kSlowNode, "demote",
+                    "fast-always: stack " + std::to_string(node) +
+                        " short of twice its reserve; its cold pages down to the slow tier");
+    }
+  }
+}
+
 void Engine::concentrate(std::int64_t tNs) {
   if (options_.staticPlacement != StaticPlacement::Concentrated) return;
   for (auto& [id, rt] : apps_) {
@@ -540,7 +606,8 @@ void Engine::runMoves(std::int64_t tNs) {
     Runtime* rt = job.app == kBePool ? nullptr : &apps_.at(job.app);
     const std::size_t left = job.pages.size() - job.next;
     // The reserve is checked before every chunk: other processes allocate meanwhile.
-    const auto freeBytes = freeBytesPerStack();
+    // Every node: a demotion's target is the slow tier, not a stack.
+    const auto freeBytes = machine_->freeBytesPerNode();
     const auto f = freeBytes.find(job.node);
     const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
     const std::uint64_t room =

@@ -40,6 +40,11 @@ struct EngineOptions {
   // goes on in the next intervals, so the loop keeps its period under memory pressure.
   std::int64_t migrationBudgetNs = 20'000'000;
   std::size_t migrationChunkPages = 64;  // one move_pages call: its TLB shootdowns
+  // Dynamic tiering under a tiered placement (seed 004): each interval, promote up to this
+  // many of an app's hot pages (seen by the hotness scans) from the slow tier to the stack
+  // with the most room, and under fast-always demote as many cold pages of a stack short
+  // of twice the reserve to the slow tier. 0: no tiering (the allocation policy alone).
+  std::size_t tieringPages = 0;
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
@@ -99,6 +104,9 @@ class Engine {
   void estimateLatencies(std::int64_t tNs);
   void applyBeQuota(std::int64_t tNs, const Assignment& want);
   void moveBePages(const PlacementRequest& p, Decision& d, long index);
+  void tier(std::int64_t tNs);
+  void queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt, std::vector<std::uintptr_t> pages,
+                     int node, const std::string& event, const std::string& why);
   void enqueueMove(MoveJob job);
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;

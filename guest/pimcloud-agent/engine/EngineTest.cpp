@@ -621,3 +621,67 @@ TEST(EngineProfiling, WaitsUntilTheAppIsLiveBeforeProfiling) {
 
 }  // namespace
 }  // namespace pimcloud
+
+namespace pimcloud {
+namespace {
+
+// Seed 004's dynamic tiering beside a tiered allocation policy, on the fake machine.
+struct TieredDriver : testing::Driver {
+  explicit TieredDriver(StaticPlacement placement)
+      : Driver("default", {}, Topology::paper(), options(placement)) {}
+  static EngineOptions options(StaticPlacement placement) {
+    EngineOptions o;
+    o.staticPlacement = placement;
+    o.tieringPages = 8;
+    o.reserveBytes = 1 << 20;
+    return o;
+  }
+  // `n` pages on `node`, with hotness `hot`.
+  void pages(int pid, int node, std::size_t n, std::uint32_t hot, std::uintptr_t base) {
+    for (std::size_t i = 0; i < n; ++i) machine.pagesOf[pid].push_back({base + i * 4096, node, hot});
+  }
+};
+
+TEST(EngineTiering, PromotesHotSlowPagesToTheRoomiestStackAtMostNAnInterval) {
+  TieredDriver d(StaticPlacement::FastPreferred);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;  // the Driver's first pid
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 64ULL << 20}, {2, 256ULL << 20}};
+  d.pages(pid, kSlowNode, 20, 3, 0x100000);   // hot, on the slow tier
+  d.pages(pid, kSlowNode, 20, 0, 0x900000);   // cold, on the slow tier: stay
+  d.tick();
+  auto on = [&](int node) { return d.machine.pagesPerNode(pid)[node]; };
+  EXPECT_EQ(on(2), 8U);  // the stack with the most room, 8 pages an interval
+  d.tick(3);
+  EXPECT_EQ(on(2), 20U);  // every hot page, none of the cold ones
+  EXPECT_EQ(on(kSlowNode), 20U);
+  EXPECT_GE(d.log.events().at("promote"), 3U);
+  EXPECT_EQ(d.log.events().count("demote"), 0U);
+}
+
+TEST(EngineTiering, FastAlwaysDemotesColdPagesOfAStackShortOfItsReserve) {
+  TieredDriver d(StaticPlacement::FastAlways);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;  // the Driver's first pid
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 1ULL << 20}, {2, 1ULL << 20}};  // both short
+  d.pages(pid, 1, 5, 2, 0x100000);   // hot: stay
+  d.pages(pid, 1, 30, 0, 0x900000);  // cold: down, 8 an interval
+  d.tick();
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 8U);
+  d.tick(5);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 30U);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 5U);
+}
+
+TEST(EngineTiering, NothingMovesWithoutATieredPlacement) {
+  TieredDriver d(StaticPlacement::FirstTouch);
+  d.app("a", 1000, 400, 100);
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  d.pages(1000, kSlowNode, 20, 3, 0x100000);
+  d.tick(3);
+  EXPECT_EQ(d.machine.pagesPerNode(1000)[kSlowNode], 20U);
+  EXPECT_EQ(d.log.events().count("promote"), 0U);
+}
+
+}  // namespace
+}  // namespace pimcloud

@@ -8,7 +8,16 @@ std::optional<StaticPlacement> parseStaticPlacement(const std::string& name) {
   if (name == "ft") return StaticPlacement::FirstTouch;
   if (name == "cc") return StaticPlacement::Concentrated;
   if (name == "il") return StaticPlacement::Interleave;
+  if (name == "fast-preferred") return StaticPlacement::FastPreferred;
+  if (name == "fast-always") return StaticPlacement::FastAlways;
+  if (name == "slow-preferred") return StaticPlacement::SlowPreferred;
+  if (name == "slow-always") return StaticPlacement::SlowAlways;
   return std::nullopt;
+}
+
+bool isTiered(StaticPlacement placement) {
+  return placement == StaticPlacement::FastPreferred || placement == StaticPlacement::FastAlways ||
+         placement == StaticPlacement::SlowPreferred || placement == StaticPlacement::SlowAlways;
 }
 
 const char* toString(StaticPlacement placement) {
@@ -16,6 +25,10 @@ const char* toString(StaticPlacement placement) {
     case StaticPlacement::FirstTouch: return "ft";
     case StaticPlacement::Concentrated: return "cc";
     case StaticPlacement::Interleave: return "il";
+    case StaticPlacement::FastPreferred: return "fast-preferred";
+    case StaticPlacement::FastAlways: return "fast-always";
+    case StaticPlacement::SlowPreferred: return "slow-preferred";
+    case StaticPlacement::SlowAlways: return "slow-always";
   }
   return "?";
 }
@@ -33,6 +46,18 @@ MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int sta
     case StaticPlacement::Interleave:
       spec.mode = MemPolicySpec::Mode::Interleave;
       for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      break;
+    case StaticPlacement::FastPreferred:
+    case StaticPlacement::FastAlways:
+      spec.mode = placement == StaticPlacement::FastAlways ? MemPolicySpec::Mode::Bind
+                                                           : MemPolicySpec::Mode::PreferredMany;
+      for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      break;
+    case StaticPlacement::SlowPreferred:
+    case StaticPlacement::SlowAlways:
+      spec.mode = placement == StaticPlacement::SlowAlways ? MemPolicySpec::Mode::Bind
+                                                           : MemPolicySpec::Mode::Preferred;
+      spec.nodes = {kSlowNode};
       break;
   }
   return spec;

@@ -19,13 +19,27 @@ namespace pimcloud {
 //      node, and with equal SLIT distances its fallback order is i+1, i+2, ..., M, 1, ...
 //      (build_zonelists prefers the next node on ties), the paper's spill order.
 //  IL: interleaved over every stack.
-enum class StaticPlacement { FirstTouch, Concentrated, Interleave };
+// Tiered allocation (seed 004, "Allocation Policies Matter for Hybrid Memory Systems"), the
+// fast tier being the stacks (nodes 1..M) and the slow tier the capacity DDR of node 0
+// (the `tiered` preset): its DRAM-Preferred, DRAM-Always, PM-Preferred and PM-Always.
+//  fast-preferred: the stacks first, node 0 when they are full (MPOL_PREFERRED_MANY).
+//  fast-always:    the stacks only (MPOL_BIND); the agent demotes cold pages to node 0
+//                  when a stack runs short (EngineOptions::tiering).
+//  slow-preferred: node 0 first, the stacks when it is full (MPOL_PREFERRED).
+//  slow-always:    node 0 only (MPOL_BIND): the kernel's OOM killer ends a service that
+//                  outgrows it, as the paper warns; the run says so.
+enum class StaticPlacement {
+  FirstTouch, Concentrated, Interleave, FastPreferred, FastAlways, SlowPreferred, SlowAlways
+};
 
-std::optional<StaticPlacement> parseStaticPlacement(const std::string& name);  // ft|cc|il
+// ft|cc|il|fast-preferred|fast-always|slow-preferred|slow-always
+std::optional<StaticPlacement> parseStaticPlacement(const std::string& name);
 const char* toString(StaticPlacement placement);
+bool isTiered(StaticPlacement placement);
+inline constexpr int kSlowNode = 0;  // the capacity tier: the host node's DDR
 
 struct MemPolicySpec {
-  enum class Mode { Default, Preferred, Interleave };
+  enum class Mode { Default, Preferred, Interleave, Bind, PreferredMany };
   Mode mode = Mode::Default;
   std::vector<int> nodes;
 };
