@@ -1,66 +1,14 @@
 #include "policy/Balm.h"
 
-#include <cmath>
 #include <sstream>
 
-#include "policy/HostSplit.h"
-
 namespace pimcloud {
-namespace {
-
-Decision event(std::int64_t tNs, const std::string& name, AppId app, const std::string& appName,
-               std::string reason) {
-  Decision d;
-  d.tNs = tNs;
-  d.event = name;
-  d.app = app;
-  d.appName = appName;
-  d.reason = std::move(reason);
-  return d;
-}
-
-}  // namespace
 
 BalmPolicy::BalmPolicy(const PolicyContext& context)
-    : topology_(context.topology), params_(context.params.balm) {}
+    : ColocationPolicy(context, context.params.balm.lcCores, kLcStack),
+      params_(context.params.balm) {}
 
 int BalmPolicy::beStack() const { return topology_->stacks >= 2 ? topology_->stacks : -1; }
-
-void BalmPolicy::assignCores() {
-  std::vector<AppId> ids;
-  for (const auto& [id, spec] : apps_) ids.push_back(id);
-  HostSplit split = splitHostCores(*topology_, ids, params_.lcCores);
-  appCpus_ = std::move(split.appCpus);
-  beCpus_ = std::move(split.beCpus);
-}
-
-void BalmPolicy::start(const std::map<AppId, AppSpec>& apps, const Observation& now,
-                       std::vector<Decision>& out) {
-  for (const auto& [id, spec] : apps) arrive(id, spec, now, out);
-}
-
-void BalmPolicy::arrive(AppId app, const AppSpec& spec, const Observation& now,
-                        std::vector<Decision>& out) {
-  apps_[app] = spec;
-  assignCores();
-  for (const auto& [id, cpus] : appCpus_) {
-    Decision d = event(now.tNs, id == app ? "initial" : "donate", id, apps_.at(id).name,
-                       "host cores split between the LC apps, memory on stack " +
-                           std::to_string(kLcStack) + "; the BE jobs get the others");
-    d.toCores = cpus;
-    out.push_back(std::move(d));
-  }
-}
-
-void BalmPolicy::exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) {
-  auto it = apps_.find(app);
-  if (it == apps_.end()) return;
-  Decision d = event(tNs, "exit", app, it->second.name, "");
-  d.fromCores = appCpus_[app];
-  out.push_back(std::move(d));
-  apps_.erase(it);
-  assignCores();
-}
 
 AppId BalmPolicy::violator(const Observation& now, double& p99, double& qos) const {
   AppId worst = kBePool;
@@ -137,29 +85,15 @@ void BalmPolicy::step(const Observation& now, std::vector<Decision>& out) {
   --level_;
 }
 
-Assignment BalmPolicy::assignment() const {
-  Assignment as;
-  as.exclusive = true;
-  as.appCpus = appCpus_;
-  as.beCpus = beCpus_;
-  as.beThrottle = level_;
-  for (const auto& [id, cpus] : appCpus_) as.residentStack[id] = kLcStack;
-  return as;
-}
-
 namespace {
 
 std::vector<std::string> balmOptions(const nlohmann::json& options, PolicyParams& params) {
   OptionReader read(options);
   BalmParams& p = params.balm;
   read.choice("mode", p.mode, {"balm", "mba", "pgm", "unshared"});
-  double level = p.maxLevel;
-  read.number("max_level", level, 1, 255);
-  p.maxLevel = static_cast<int>(std::lround(level));
+  read.whole("max_level", p.maxLevel, 1, 255);
   read.number("step_fraction", p.stepFraction, 0.01, 1);
-  double lc = p.lcCores;
-  read.number("lc_cores", lc, 0, 1024);
-  p.lcCores = static_cast<int>(std::lround(lc));
+  read.whole("lc_cores", p.lcCores, 0, 1024);
   return read.errors;
 }
 

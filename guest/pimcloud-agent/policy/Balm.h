@@ -14,37 +14,27 @@
 #include <string>
 #include <vector>
 
-#include "policy/Policy.h"
+#include "policy/Colocation.h"
 
 namespace pimcloud {
 
-class BalmPolicy : public Policy {
+class BalmPolicy : public ColocationPolicy {
  public:
   explicit BalmPolicy(const PolicyContext& context);
   std::string name() const override { return "balm"; }
-  void start(const std::map<AppId, AppSpec>& apps, const Observation& now,
-             std::vector<Decision>& out) override;
-  void arrive(AppId app, const AppSpec& spec, const Observation& now,
-              std::vector<Decision>& out) override;
-  void exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) override;
   void step(const Observation& now, std::vector<Decision>& out) override;
-  Assignment assignment() const override;
 
   int level() const { return level_; }
   static constexpr int kLcStack = 1;  // where the LC apps' memory is gathered (CC)
 
  private:
-  void assignCores();
+  void decorate(Assignment& as) const override { as.beThrottle = level_; }
   // The LC app whose p99 is furthest above its QoS this interval, or kBePool.
   AppId violator(const Observation& now, double& p99, double& qos) const;
   Decision moveIncrement(std::int64_t tNs, double fraction, const std::string& why) const;
   int beStack() const;  // where BE pages go: the last stack that is not the LC's
 
-  const Topology* topology_;
   BalmParams params_;
-  std::map<AppId, AppSpec> apps_;
-  std::map<AppId, std::vector<int>> appCpus_;
-  std::vector<int> beCpus_;
   int level_ = 0;          // the BE CPUs' throttle level now
   bool releasing_ = false;  // BALM: migrating and releasing since the last violation
 };

@@ -1,26 +1,12 @@
 #include "policy/Interference.h"
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <sstream>
 
-#include "policy/HostSplit.h"
 
 namespace pimcloud {
 namespace {
-
-Decision note(std::int64_t tNs, const std::string& event, AppId app, const std::string& name,
-              std::string reason, std::map<std::string, double> values = {}) {
-  Decision d;
-  d.tNs = tNs;
-  d.event = event;
-  d.app = app;
-  d.appName = name;
-  d.reason = std::move(reason);
-  d.values = std::move(values);
-  return d;
-}
 
 std::string cores(double n) {
   std::ostringstream s;
@@ -31,36 +17,16 @@ std::string cores(double n) {
 }  // namespace
 
 InterferencePolicy::InterferencePolicy(const PolicyContext& context)
-    : topology_(context.topology), params_(context.params.interference) {}
+    : ColocationPolicy(context, context.params.interference.lcCores, 1),
+      params_(context.params.interference) {}
 
 double InterferencePolicy::threshold(AppId app) const {
   const auto it = thresholdNs_.find(app);
   return it == thresholdNs_.end() ? 0.0 : it->second;
 }
 
-void InterferencePolicy::assignCores() {
-  std::vector<AppId> ids;
-  for (const auto& [id, spec] : apps_) ids.push_back(id);
-  HostSplit split = splitHostCores(*topology_, ids, params_.lcCores);
-  appCpus_ = std::move(split.appCpus);
-  beCpus_ = std::move(split.beCpus);
-}
-
-void InterferencePolicy::start(const std::map<AppId, AppSpec>& apps, const Observation& now,
-                               std::vector<Decision>& out) {
-  for (const auto& [id, spec] : apps) arrive(id, spec, now, out);
-}
-
-void InterferencePolicy::arrive(AppId app, const AppSpec& spec, const Observation& now,
-                                std::vector<Decision>& out) {
-  apps_[app] = spec;
-  assignCores();
-  for (const auto& [id, cpus] : appCpus_) {
-    Decision d = note(now.tNs, id == app ? "initial" : "donate", id, apps_.at(id).name,
-                      "host cores split between the LC apps; the BE jobs get the others");
-    d.toCores = cpus;
-    out.push_back(std::move(d));
-  }
+void InterferencePolicy::onArrive(AppId app, const AppSpec& spec, const Observation& now,
+                                  std::vector<Decision>& out) {
   if (params_.signal == "none") {
     quota_ = 0;
   } else if (params_.signal == "latency") {
@@ -68,7 +34,7 @@ void InterferencePolicy::arrive(AppId app, const AppSpec& spec, const Observatio
     learning_[app].clear();
     learnTicks_[app] = 0;
     quota_ = kFullyThrottledCores;
-    out.push_back(note(now.tNs, "interference-learn", app, spec.name,
+    out.push_back(event(now.tNs, "interference-learn", app, spec.name,
                        "BE jobs fully throttled while " + std::to_string(params_.learnIntervals) +
                            " memory-latency estimates of " + spec.name + " are taken"));
   } else {
@@ -76,17 +42,10 @@ void InterferencePolicy::arrive(AppId app, const AppSpec& spec, const Observatio
   }
 }
 
-void InterferencePolicy::exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) {
-  auto it = apps_.find(app);
-  if (it == apps_.end()) return;
-  Decision d = note(tNs, "exit", app, it->second.name, "");
-  d.fromCores = appCpus_[app];
-  out.push_back(std::move(d));
-  apps_.erase(it);
+void InterferencePolicy::onExit(AppId app) {
   learning_.erase(app);
   learnTicks_.erase(app);
   thresholdNs_.erase(app);
-  assignCores();
   if (params_.signal == "latency" && learning_.empty() && quota_ < params_.floorCores) {
     quota_ = std::min(params_.floorCores, maxCores());
   }
@@ -103,7 +62,7 @@ void InterferencePolicy::learn(const Observation& now, std::vector<Decision>& ou
       const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) /
                           static_cast<double>(samples.size());
       thresholdNs_[app] = mean * (1 + params_.thresholdMargin);
-      out.push_back(note(now.tNs, "interference-threshold", app, apps_.at(app).name,
+      out.push_back(event(now.tNs, "interference-threshold", app, apps_.at(app).name,
                          "mean of the estimates taken with the BE jobs fully throttled",
                          {{"threshold_ns", thresholdNs_[app]},
                           {"samples", static_cast<double>(samples.size())}}));
@@ -112,7 +71,7 @@ void InterferencePolicy::learn(const Observation& now, std::vector<Decision>& ou
     }
     if (learnTicks_[app] >= 4 * params_.learnIntervals && samples.empty()) {
       // No counters (QEMU, or a board without them): nothing to learn from.
-      out.push_back(note(now.tNs, "backend-error", app, apps_.at(app).name,
+      out.push_back(event(now.tNs, "backend-error", app, apps_.at(app).name,
                          "no memory-latency estimates after " +
                              std::to_string(learnTicks_[app]) +
                              " intervals (the board has no counters: [gem5] counters = true); "
@@ -147,7 +106,7 @@ void InterferencePolicy::control(const Observation& now, std::vector<Decision>& 
     if (value > limit) {
       violated = true;
       if (quota_ > params_.floorCores) {
-        out.push_back(note(now.tNs, "interference", id, spec.name,
+        out.push_back(event(now.tNs, "interference", id, spec.name,
                            (params_.signal == "latency" ? "memory-latency estimate" : "p99") +
                                std::string(" above its threshold: BE jobs back to ") +
                                cores(params_.floorCores),
@@ -171,33 +130,17 @@ void InterferencePolicy::step(const Observation& now, std::vector<Decision>& out
   control(now, out);
 }
 
-Assignment InterferencePolicy::assignment() const {
-  Assignment as;
-  as.exclusive = true;
-  as.appCpus = appCpus_;
-  as.beCpus = beCpus_;
-  as.beQuotaCores = quota_;
-  // Each LC app's memory on the first stack (CC gathers it there), where the BE jobs on
-  // that stack's PIM cores share its bandwidth: the interference the controller manages.
-  for (const auto& [id, cpus] : appCpus_) as.residentStack[id] = topology_->stacks > 0 ? 1 : 0;
-  return as;
-}
-
 namespace {
 
 std::vector<std::string> interferenceOptions(const nlohmann::json& options, PolicyParams& params) {
   OptionReader read(options);
   InterferenceParams& p = params.interference;
   read.choice("signal", p.signal, {"latency", "p99", "none"});
-  double learn = p.learnIntervals;
-  read.number("learn_intervals", learn, 1, 10000);
-  p.learnIntervals = static_cast<int>(std::lround(learn));
+  read.whole("learn_intervals", p.learnIntervals, 1, 10000);
   read.number("step_cores", p.stepCores, 0.01, 1024);
   read.number("floor_cores", p.floorCores, 0.01, 1024);
   read.number("threshold_margin", p.thresholdMargin, 0, 10);
-  double lc = p.lcCores;
-  read.number("lc_cores", lc, 0, 1024);
-  p.lcCores = static_cast<int>(std::lround(lc));
+  read.whole("lc_cores", p.lcCores, 0, 1024);
   return read.errors;
 }
 

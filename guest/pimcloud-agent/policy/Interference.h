@@ -16,24 +16,18 @@
 #include <string>
 #include <vector>
 
-#include "policy/Policy.h"
+#include "policy/Colocation.h"
 
 namespace pimcloud {
 
-class InterferencePolicy : public Policy {
+class InterferencePolicy : public ColocationPolicy {
  public:
   // cpu.max's floor is 1 ms per 100 ms period: "fully throttled" is 1% of one core.
   static constexpr double kFullyThrottledCores = 0.01;
 
   explicit InterferencePolicy(const PolicyContext& context);
   std::string name() const override { return "interference"; }
-  void start(const std::map<AppId, AppSpec>& apps, const Observation& now,
-             std::vector<Decision>& out) override;
-  void arrive(AppId app, const AppSpec& spec, const Observation& now,
-              std::vector<Decision>& out) override;
-  void exit(AppId app, std::int64_t tNs, std::vector<Decision>& out) override;
   void step(const Observation& now, std::vector<Decision>& out) override;
-  Assignment assignment() const override;
 
   double quotaCores() const { return quota_; }
   bool learning() const { return !learning_.empty(); }
@@ -41,16 +35,15 @@ class InterferencePolicy : public Policy {
   double threshold(AppId app) const;
 
  private:
-  void assignCores();
+  void onArrive(AppId app, const AppSpec& spec, const Observation& now,
+                std::vector<Decision>& out) override;
+  void onExit(AppId app) override;
+  void decorate(Assignment& as) const override { as.beQuotaCores = quota_; }
   void learn(const Observation& now, std::vector<Decision>& out);
   void control(const Observation& now, std::vector<Decision>& out);
   double maxCores() const { return static_cast<double>(beCpus_.size()); }
 
-  const Topology* topology_;
   InterferenceParams params_;
-  std::map<AppId, AppSpec> apps_;
-  std::map<AppId, std::vector<int>> appCpus_;
-  std::vector<int> beCpus_;
   std::map<AppId, std::vector<double>> learning_;  // apps whose threshold is being learnt
   std::map<AppId, int> learnTicks_;                // intervals spent learning each
   std::map<AppId, double> thresholdNs_;

@@ -124,10 +124,11 @@ TEST(InterferencePolicy, NoControlLeavesTheBeUnlimited) {
 TEST(InterferencePolicy, OptionsAreCheckedWithTheirNames) {
   PolicyParams params;
   auto errors = PolicyRegistry::parseOptions(
-      "interference", {{"signal", "counters"}, {"step_cores", 0}}, params);
-  ASSERT_EQ(errors.size(), 2U);
+      "interference", {{"signal", "counters"}, {"step_cores", 0}, {"learn_intervals", 2.5}}, params);
+  ASSERT_EQ(errors.size(), 3U);
   EXPECT_NE(errors[0].find("options.signal"), std::string::npos);
-  EXPECT_NE(errors[1].find("options.step_cores"), std::string::npos);
+  EXPECT_NE(errors[1].find("options.learn_intervals is 2.5; give a whole number"), std::string::npos);
+  EXPECT_NE(errors[2].find("options.step_cores"), std::string::npos);
   errors = PolicyRegistry::parseOptions("interference",
                                         {{"signal", "p99"}, {"learn_intervals", 5}}, params);
   EXPECT_TRUE(errors.empty());

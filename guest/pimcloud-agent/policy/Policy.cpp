@@ -90,6 +90,18 @@ void OptionReader::number(const char* key, double& out, double min, double max) 
   out = v.get<double>();
 }
 
+void OptionReader::whole(const char* key, int& out, int min, int max) {
+  if (!options_.contains(key)) return;
+  const nlohmann::json& v = options_[key];
+  if (!v.is_number_integer() || v.get<long long>() < min || v.get<long long>() > max) {
+    errors.push_back(std::string("options.") + key + " is " + v.dump() +
+                     "; give a whole number from " + std::to_string(min) + " to " +
+                     std::to_string(max));
+    return;
+  }
+  out = v.get<int>();
+}
+
 void OptionReader::boolean(const char* key, bool& out) {
   if (!options_.contains(key)) return;
   const nlohmann::json& v = options_[key];

@@ -102,6 +102,7 @@ class OptionReader {
  public:
   explicit OptionReader(const nlohmann::json& options) : options_(options) {}
   void number(const char* key, double& out, double min, double max);
+  void whole(const char* key, int& out, int min, int max);
   void boolean(const char* key, bool& out);
   void choice(const char* key, std::string& out, const std::vector<std::string>& allowed);
   void strings(const char* key, std::vector<std::string>& out);
