@@ -182,6 +182,41 @@ def be_throughput(frame: pd.DataFrame, x: str = "x_pct", value: str = "throughpu
     return figure
 
 
+def policy_comparison(lc: pd.DataFrame, be: pd.DataFrame | None = None) -> Figure:
+    """A policy against its baselines (the seed papers' figures): each LC app's p99 over
+    its QoS per variant, and beside it each best-effort job's throughput per variant.
+
+    ``lc``: label, app, tail (p99 / QoS, or p99 in ms where no QoS is known);
+    ``be``: label, app (the job), throughput."""
+    panels = 2 if be is not None and len(be) else 1
+    figure = Figure(figsize=(3.6 * panels + 1.0, 3.2), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(1, panels))
+    labels = list(dict.fromkeys(lc["label"].astype(str)))
+    if be is not None:
+        labels += [x for x in dict.fromkeys(be["label"].astype(str)) if x not in labels]
+    where = {label: index for index, label in enumerate(labels)}
+
+    def bars(ax: object, frame: pd.DataFrame, value: str) -> None:
+        groups = sorted(frame["app"].astype(str).unique())
+        width = 0.8 / max(len(groups), 1)
+        for index, app in enumerate(groups):
+            part = frame[frame["app"].astype(str) == app]
+            xs = [where[str(x)] + (index - (len(groups) - 1) / 2) * width for x in part["label"]]
+            ax.bar(xs, part[value], width=width, color=f"C{index}", label=app)  # type: ignore[attr-defined]
+        ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=7)  # type: ignore[attr-defined]
+        ax.legend(fontsize=7)  # type: ignore[attr-defined]
+
+    bars(axes[0], lc, "tail")
+    qos = bool(lc.get("over_qos", pd.Series([False])).all())
+    axes[0].set_ylabel("p99 / QoS" if qos else "p99 (ms)")
+    if qos:
+        axes[0].axhline(1.0, color="k", ls="--", lw=0.8)
+    if panels == 2 and be is not None:
+        bars(axes[1], be, "throughput")
+        axes[1].set_ylabel("best-effort throughput (units/s)")
+    return figure
+
+
 def convergence_cdf(frame: pd.DataFrame, group: str = "group") -> Figure:
     """Fig. 10: CDF of convergence time, one curve per group (2-app, 3-app...)."""
     figure = Figure(figsize=(5.0, 3.0), layout="constrained")

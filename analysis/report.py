@@ -176,6 +176,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         yield from _load_sections(campaign, table, axes, qos, out)
         yield from _mix_sections(campaign, table, axes, qos, out)
         yield from _timeline_sections(campaign, qos, out)
+        yield from _policy_sections(campaign, table, axes, out)
 
     if not campaign.decisions.empty:
         group = "manager" if "manager" in axes else None
@@ -364,6 +365,39 @@ def _interval_by_run(campaign: Campaign) -> dict[str, int]:
         out[str(run["run_id"])] = (round(float(value) * 1e9) if pd.notna(value)
                                    else metrics.MONITORING_INTERVAL_NS)
     return out
+
+
+# Axes that compare a policy with its baselines: a policy option (options.<manager>.<key>),
+# seed 004's allocation policies (placement) and the tiering beside them.
+POLICY_AXES = ("placement", "tiering")
+
+
+def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], out: Path
+                     ) -> Iterator[Section]:
+    """A policy against its baselines: LC p99 and best-effort throughput per variant."""
+    compared = [a for a in axes if a.startswith("options.") or a in POLICY_AXES]
+    compared = [a for a in compared if campaign.runs[a].nunique() > 1]
+    if not compared:
+        return
+    labels = campaign.runs.set_index("run_id")[compared].astype(str).apply(
+        lambda row: " ".join(f"{a.split('.')[-1]}={v}" for a, v in row.items()), axis=1)
+    lc = table[["run_id", "app", "p99_ns", "qos_ns"]].copy()
+    lc["label"] = lc["run_id"].map(labels)
+    lc["over_qos"] = lc["qos_ns"].notna()
+    lc["tail"] = np.where(lc["over_qos"], lc["p99_ns"] / lc["qos_ns"], lc["p99_ns"] / 1e6)
+    be = None
+    tables = [("policy comparison: lc", lc)]
+    if not campaign.progress.empty:
+        be = metrics.be_throughput(campaign.progress)
+        be["label"] = be["run_id"].map(labels)
+        tables.append(("policy comparison: be", be))
+    section = Section("A policy against its baselines",
+                      "Each variant of " + ", ".join(compared) + ": every LC app's p99 "
+                      "(over its QoS) and every best-effort job's throughput.", tables)
+    section.figures.append(("LC p99 and best-effort throughput per variant",
+                            _save(figures.policy_comparison(lc, be), out,
+                                  "policy_comparison")))
+    yield section
 
 
 def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path

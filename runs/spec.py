@@ -401,6 +401,9 @@ class Run:
             record["control"] = {"interval_s": s.interval_s, **asdict(s.control)}
         if "control_scale" in self.point:
             record["control_scale"] = self.point["control_scale"]
+        for name, value in self.point.items():
+            if name.startswith(OPTION_AXIS):  # a policy against its own baselines
+                record[name] = value
         if "topology" in self.point:
             record["arch"] = self.topology  # analysis draws Table III per "arch"
         record["topology"] = self.topology

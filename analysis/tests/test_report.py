@@ -78,6 +78,11 @@ def test_every_figure_draws(tmp_path: Path) -> None:
         figures.be_throughput(fig9), figures.table_iii_figure(table),
         figures.max_load_bars(pd.DataFrame({"app": ["x", "x"], "policy": ["FT", "CC"],
                                             "normalized_max_load": [0.8, 1.0]})),
+        figures.policy_comparison(
+            pd.DataFrame({"label": ["mode=balm", "mode=mba"], "app": "kv", "tail": [0.9, 1.4],
+                          "over_qos": True}),
+            pd.DataFrame({"label": ["mode=balm", "mode=mba"], "app": "membw",
+                          "throughput": [3.0, 1.0]})),
     ]
     for i, figure in enumerate(drawn):
         paths = figures.save_figure(figure, tmp_path / f"f{i}")
@@ -221,3 +226,31 @@ def test_failed_attempts_are_listed_and_numbers_stay_whole(tmp_path: Path) -> No
     assert table["exit_cause"].iloc[0] == "simulated-time-limit"
     assert pd.isna(table["exit_cause"].iloc[1])  # a damaged record still shows its run
     assert _format_number(10000.0) == "10000" and _format_number(0.62039) == "0.6204"
+
+
+def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path) -> None:
+    """Runs that differ by a policy option (options.<manager>.<key>): LC p99 over QoS
+    and best-effort throughput per variant, from the runs' own files."""
+    from pimcloud.analysis.results import write_lats_bin
+
+    for mode, scale, gb in (("balm", 1, 4.0), ("mba", 3, 1.0)):
+        run = tmp_path / "c" / f"balm.mode-{mode}"
+        (run / "kv").mkdir(parents=True)
+        (run / "membw").mkdir()
+        (run / "run.json").write_text(json.dumps(
+            {"run_id": f"balm.mode-{mode}", "app": "kv", "rps": 100, "manager": "balm",
+             "options.balm.mode": mode, "qos_ns": {"kv": 2e6}}))
+        write_lats_bin(run / "kv" / "lats.bin", pd.DataFrame(
+            {"queue_ns": 0, "service_ns": [scale * 1_000_000] * 3,
+             "sojourn_ns": [scale * 1_000_000] * 3}))
+        lines = [{"job": "membw", "t_ns": t * 10**8, "interval_ns": 10**8, "work": gb / 10,
+                  "unit": "GB", "final": False} for t in range(1, 6)]
+        (run / "membw" / "progress.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in lines))
+    index = build_report(tmp_path / "c", tmp_path / "out")
+    assert ">A policy against its baselines</h2>" in index.read_text()
+    lc = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__lc.csv")
+    assert dict(zip(lc["label"], lc["tail"], strict=True)) == {"mode=balm": 0.5, "mode=mba": 1.5}
+    be = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__be.csv")
+    assert dict(zip(be["label"], be["throughput"].round(6), strict=True)) == {
+        "mode=balm": 4.0, "mode=mba": 1.0}

@@ -70,6 +70,7 @@ def test_a_policy_option_is_an_axis_with_the_other_options_kept(tmp_path: Path) 
                                         "interference.signal-none"]
     config = agent_config(runs[1])
     assert config["options"] == {"learn_intervals": 5, "signal": "none"}
+    assert runs[1].axes_record()["options.interference.signal"] == "none"  # for analysis
     _agent()
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(config))

@@ -134,7 +134,7 @@ def test_tiered_placements_need_a_slow_tier_and_tiering_needs_them() -> None:
     runs = tiered.runs()  # type: ignore[attr-defined]
     assert [r.run_id for r in runs][-1] == "placement-slow-always_tiering-agent"
     assert runs[-1].axes_record()["tiering"] == "agent"
-    with pytest.raises(SpecError, match='no memory .use topology = "tiered"'):
+    with pytest.raises(SpecError, match=r'no memory \(use topology = "tiered"'):
         spec_of('[axes]\nplacement = ["fast-always"]\n').runs()  # type: ignore[attr-defined]
     with pytest.raises(SpecError, match="set placement to one of fast-preferred"):
         spec_of('[axes]\ntiering = ["agent"]\n').runs()  # type: ignore[attr-defined]
