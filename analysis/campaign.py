@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 from pimcloud.stats_file import StatsFileWarning, parse_stats
 
+from ..runs.guest_scenario import OOM_FILE
 from ..workloads.besteffort import PROGRESS_FILE
 from ..workloads.besteffort import read_progress as read_be_progress
 from .results import (
@@ -45,7 +46,7 @@ RUN_RECORD = "run.json"
 EXECUTION = "execution"
 EXECUTION_FACTS = ("backend", "exit_cause", "host_seconds", "simulated_seconds")
 # ``control``: the manager's control loops (interval, windows, waits), not a sweep axis.
-NOT_AXES = ("run_id", "run_dir", "qos_ns", "control", EXECUTION, *EXECUTION_FACTS)
+NOT_AXES = ("run_id", "run_dir", "qos_ns", "control", "oom_killed", EXECUTION, *EXECUTION_FACTS)
 
 
 @dataclass
@@ -119,6 +120,14 @@ def load_campaign(
         execution = record.get(EXECUTION)
         facts = ({k: execution[k] for k in EXECUTION_FACTS if k in execution}
                  if isinstance(execution, dict) else {})
+        oom = run_dir / "results" / OOM_FILE
+        if oom.is_file():
+            # A service the guest kernel's OOM killer ended (seed 004's PM-Always): the run
+            # finished, and says which process went.
+            killed = [line.strip() for line in oom.read_text().splitlines() if line.strip()]
+            facts["oom_killed"] = "; ".join(killed)
+            problems.extend(f"run {run_id}: killed by the guest kernel's OOM killer: {line}"
+                            for line in killed)
         records.append({**record, **facts, "run_dir": str(run_dir)})
 
         def collect(

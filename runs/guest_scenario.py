@@ -2,7 +2,8 @@
 
     run.sh          starts the manager (pimcloud-agent), the best-effort jobs and every LC
                     service (the harness in integrated mode), waits for the services,
-                    stops the rest; exit 0 only when every service finished
+                    stops the rest; exit 0 only when every service finished (or was
+                    killed by the scenario, or by the kernel's OOM killer: oom-killed.txt)
     scenario.json   the run's parameters (also copied into the results)
     agent.json      the agent's config (guest/pimcloud-agent/config): policy, placement, apps
     bin/, lib/      our programs from the host's CMake build and the shared libraries they
@@ -13,8 +14,9 @@
 
 Results the guest leaves in /results, as analysis reads them (analysis/README.md):
 ``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<job>/progress.jsonl``
-(pimcloud.workloads.besteffort), ``events.jsonl``, ``<app>/numa_maps.start|last``,
-``cgroups.txt``.
+(pimcloud.workloads.besteffort), ``events.jsonl``, ``<app>|<job>/numa_maps.start|last``,
+``cgroups.txt`` (each cgroup's cpus and cpu.max), ``oom-killed.txt`` (the kernel's
+"Killed process" line of each service its OOM killer ended).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
 CGROUP_ROOT = "/sys/fs/cgroup/pimcloud"  # the agent's cgroup tree (its config's default)
+OOM_FILE = "oom-killed.txt"  # the kernel's "Killed process" line of each OOM-killed service
 NUMA_MAPS_PERIOD_S = 0.5  # how often run.sh keeps each service's latest numa_maps
 
 
@@ -548,9 +551,13 @@ def started_lines(run: Run, backend: str) -> list[str]:
         'say "started"',
         "status=0",
         "for pid in $LC; do",
-        # A service the scenario killed is expected to end by its signal.
+        # A service the scenario killed is expected to end by its signal. One the kernel's
+        # OOM killer ended (slow-always on a full slow tier, as seed 004 warns) is a
+        # result, not a failure to retry: OOM_FILE names it with the kernel's own line.
         "  wait $pid || { code=$?; if [ -e /run/pimcloud/killed-$pid ]; then "
-        "say \"service pid $pid killed by the scenario\"; else "
+        "say \"service pid $pid killed by the scenario\"; "
+        f"elif [ $code -eq 137 ] && dmesg | grep \"Killed process $pid \" >> \"$R/{OOM_FILE}\"; "
+        "then say \"service pid $pid killed by the kernel's OOM killer\"; else "
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
         'say "services done"',

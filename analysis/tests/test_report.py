@@ -254,3 +254,23 @@ def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path) -> None:
     be = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__be.csv")
     assert dict(zip(be["label"], be["throughput"].round(6), strict=True)) == {
         "mode=balm": 4.0, "mode=mba": 1.0}
+
+
+def test_an_oom_killed_service_is_a_result_named_in_the_report(tmp_path: Path) -> None:
+    from pimcloud.analysis.results import write_lats_bin
+    from pimcloud.runs.guest_scenario import OOM_FILE
+
+    run = tmp_path / "c" / "placement-slow-always"
+    (run / "kv").mkdir(parents=True)
+    (run / "results").mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "placement-slow-always", "app": "kv",
+                                              "rps": 100, "placement": "slow-always"}))
+    write_lats_bin(run / "kv" / "lats.bin", pd.DataFrame(
+        {"queue_ns": 0, "service_ns": [1000] * 3, "sojourn_ns": [1000] * 3}))
+    line = "[    3.2] Out of memory: Killed process 231 (pimcloud-kvstor) total-vm:1kB"
+    (run / "results" / OOM_FILE).write_text(line + "\n")
+    campaign = load_campaign(tmp_path / "c")
+    assert campaign.runs["oom_killed"].tolist() == [line]
+    assert "oom_killed" not in campaign.axes
+    page = build_report(tmp_path / "c", tmp_path / "out").read_text()
+    assert "killed by the guest kernel&#x27;s OOM killer" in page
