@@ -429,9 +429,16 @@ def event_lines(run: Run, backend: str) -> list[str]:
             else:
                 action = [f"touch /run/pimcloud/killed-{pid}", "read -r up _ < /proc/uptime",
                           f"kill -KILL {pid}", f"event {at} kill {event.app} $up"]
-            # The kernel's view once the manager has had two intervals to react.
-            action += [f"while ! gone {pid}; do nap 0.01; done",
-                       f"nap {2 * run.scenario.interval_s:g}",
+            # The kernel's view once the manager has had two intervals to react, counted
+            # from its logging the exit (an interval may start late: QEMU's TCG delayed
+            # one by 0.9 s behind a page move, and the snapshot came before the agent).
+            action += [f"while ! gone {pid}; do nap 0.01; done"]
+            if run.scenario.manager != "none":
+                action += [f"n=0; while [ $n -lt 50 ] && ! grep -q "
+                           f"'\"app\":\"{event.app}\",\"event\":\"exit\"' "
+                           f'"{GUEST_RESULTS}/decisions.jsonl" 2>/dev/null; do '
+                           f"nap {run.scenario.interval_s:g}; n=$((n + 1)); done"]
+            action += [f"nap {2 * run.scenario.interval_s:g}",
                        f'cgroups "$R/cgroups-after-{event.app}.txt"']
         else:
             # The hog replaces the timer process, so it ends with the run's timers.

@@ -30,7 +30,11 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
     # interval is labelled with its scheduled start (Engine::run), so one that woke late
     # notices a kill made after its label: the delay may read negative by that lateness.
     delay = float(exit_line["t_ns"]) / 1e9 - float(kill["uptime_s"])  # type: ignore[arg-type]
-    assert -0.5 <= delay <= 0.5, delay
+    # ... and by more when the loop itself fell behind (its largest gap between intervals:
+    # a CI run logged the exit 0.53 s after the kill behind a 0.9 s page move).
+    summary = json.loads((results / "agent-summary.json").read_text())
+    late = max(0.5, float(summary["interval_gap_max_ms"]) / 1e3 + 0.1)
+    assert -0.5 <= delay <= late, (delay, late)
     freed = set(exit_line["from_cores"])  # type: ignore[arg-type]
     # The kernel's view two intervals after imgdnn had gone: no cgroup of its own, and every
     # core it held is in the BE pool or with kvstore.
@@ -47,7 +51,6 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
     # The hog filled stack 2 before the start, and kvstore started preferring stack 1.
     assert "filled" in (results / "memhog-stack2.log").read_text()
     assert "prefer:1" in (results / "kvstore" / "numa_maps.start").read_text()
-    summary = json.loads((results / "agent-summary.json").read_text())
     assert summary["interval_phase_max_ms"] and summary["intervals"] > 10
 
 
