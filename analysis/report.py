@@ -368,8 +368,9 @@ def _interval_by_run(campaign: Campaign) -> dict[str, int]:
 
 
 # Axes that compare a policy with its baselines: a policy option (options.<manager>.<key>),
-# seed 004's allocation policies (placement) and the tiering beside them.
-POLICY_AXES = ("placement", "tiering")
+# seed 004's allocation policies (placement), the tiering beside them, and named variants
+# (a policy and baselines that differ in several keys, e.g. HeteroOS's).
+POLICY_AXES = ("placement", "tiering", "variant")
 
 
 def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], out: Path
@@ -377,6 +378,8 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], o
     """A policy against its baselines: LC p99 and best-effort throughput per variant."""
     compared = [a for a in axes if a.startswith("options.") or a in POLICY_AXES]
     compared = [a for a in compared if campaign.runs[a].nunique() > 1]
+    if "variant" in compared:  # its name says what its keys (placement, tiering...) do
+        compared = [a for a in compared if a not in ("placement", "tiering")]
     if not compared:
         return
     labels = campaign.runs.set_index("run_id")[compared].astype(str).apply(

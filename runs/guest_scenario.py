@@ -16,7 +16,8 @@ Results the guest leaves in /results, as analysis reads them (analysis/README.md
 ``<app>/lats.bin``, ``<app>/requests.csv``, ``decisions.jsonl``, ``<job>/progress.jsonl``
 (pimcloud.workloads.besteffort), ``events.jsonl``, ``<app>|<job>/numa_maps.start|last``,
 ``cgroups.txt`` (each cgroup's cpus and cpu.max), ``oom-killed.txt`` (the kernel's
-"Killed process" line of each service its OOM killer ended).
+"Killed process" line of each service its OOM killer ended), ``node-meminfo.start|end``
+(every node's meminfo, in runs with tiering: the page cache per node).
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 
-from .spec import TIERING_PAGES, Run
+from .spec import TIERING_MODES, TIERING_PAGES, Run
 
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
 CGROUP_ROOT = "/sys/fs/cgroup/pimcloud"  # the agent's cgroup tree (its config's default)
 OOM_FILE = "oom-killed.txt"  # the kernel's "Killed process" line of each OOM-killed service
+NODE_MEMINFO = "node-meminfo"  # .start, .end: each node's meminfo, for tiering runs
 NUMA_MAPS_PERIOD_S = 0.5  # how often run.sh keeps each service's latest numa_maps
 
 
@@ -210,7 +212,8 @@ def agent_config(run: Run) -> dict[str, Any]:
         **s.control.agent_config(),
         "topology": "sysfs",
         "placement": {"static": s.placement,
-                      **({"tiering_pages": TIERING_PAGES} if s.tiering == "agent" else {})},
+                      **({"tiering_pages": TIERING_PAGES, "tiering": TIERING_MODES[s.tiering]}
+                         if s.tiering != "none" else {})},
         "apps": apps,
         "latency": LATENCY_FILE,
         "control": CONTROL_FILE,
@@ -361,7 +364,15 @@ def kernel_file_lines(run: Run) -> list[str]:
     lines += [f"    nap {NUMA_MAPS_PERIOD_S}", "  done", ") >/dev/null 2>&1 &", 'SAMPLER=$!']
     for pid, name in processes:
         lines.append(f'cat /proc/{pid}/numa_maps > "$R/{name}/numa_maps.start" 2>/dev/null')
+    if run.scenario.tiering != "none":
+        lines.append(node_meminfo_line("start"))
     return lines
+
+
+def node_meminfo_line(when: str) -> str:
+    """Each node's meminfo (FilePages: the page cache, which no process's numa_maps shows,
+    and HeteroOS-LRU moves) into node-meminfo.<when>."""
+    return f'cat /sys/devices/system/node/node*/meminfo > "$R/{NODE_MEMINFO}.{when}" 2>/dev/null'
 
 
 def cgroup_snapshot_lines() -> list[str]:
@@ -568,6 +579,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
         'say "services done"',
+        *([node_meminfo_line("end")] if run.scenario.tiering != "none" else []),
         "for pid in $TIMERS $SAMPLER $SWITCHER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).

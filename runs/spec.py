@@ -27,7 +27,7 @@ from pimcloud.topology import TopologyError, load_topology, numa_nodes
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 
-from ..checked import CheckedTable, InputError
+from ..checked import MISSING, CheckedTable, InputError
 
 CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 # The resource managers the agent registers (guest/pimcloud-agent/policy; the agent's
@@ -39,9 +39,14 @@ PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent
 # Seed 004's allocation policies on a server with a slow capacity tier on node 0 (the
 # `tiered` preset): the stacks first / only, the slow tier first / only.
 TIERED_PLACEMENTS = ("fast-preferred", "fast-always", "slow-preferred", "slow-always")
-# Dynamic tiering beside them: none, or the agent's promotion of hot slow pages and
-# (fast-always) demotion of cold ones, TIERING_PAGES pages an interval each way at most.
-TIERING = ("none", "agent")
+# Dynamic tiering beside them: none; the agent's promotion of hot slow pages and
+# (fast-always) demotion of cold ones; or seed 002's HeteroOS: its LRU eviction of
+# inactive heap and page-cache pages from a stack below its watermark, alone or
+# coordinated with that promotion. TIERING_PAGES pages an interval each way at most.
+TIERING = ("none", "agent", "heteroos-lru", "heteroos-coordinated")
+# The agent config's placement.tiering for each (guest/pimcloud-agent, TieringMode).
+TIERING_MODES = {"agent": "promote", "heteroos-lru": "heteroos-lru",
+                 "heteroos-coordinated": "heteroos-coordinated"}
 TIERING_PAGES = 2048  # 8 MiB an interval: 80 MB/s at the paper's 100 ms
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
@@ -82,6 +87,9 @@ class ControlLoops:
                               "pages_intervals": list(self.wait_pages)}}
 # control_scale: the paper's monitoring interval and profiling time times the value.
 AXIS_KEYS = (*SCENARIO_KEYS, "topology", "control_scale")
+# variant: named sets of axis values taken together (a policy and its baselines, each a
+# placement with its own tiering): variant = [{ name = "lru", placement = "...", ... }].
+VARIANT_AXIS = "variant"
 # options.<manager>.<key>: one of a policy's options as an axis (manager_options per run).
 OPTION_AXIS = "options."
 APP_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -290,6 +298,8 @@ class CampaignSpec:
     limits: Limits
     executor: ExecutorSpec
     early_stop: EarlyStopSpec = EarlyStopSpec()
+    # The named variants of the variant axis (each a table of axis values, with its name).
+    variants: tuple[dict[str, Any], ...] = ()
 
     def science(self) -> dict[str, Any]:
         """What decides a run's results apart from its axes: the spec hash covers this.
@@ -322,7 +332,13 @@ class CampaignSpec:
         scenario = self.scenario
         topology = self.topology
         changes: dict[str, Any] = {}
+        values: list[tuple[str, Any]] = []
         for name, value in point.items():
+            if name == VARIANT_AXIS:
+                values += [(k, v) for k, v in self.variant_values(str(value)).items()]
+            else:
+                values.append((name, value))
+        for name, value in values:
             if name == "topology":
                 topology = str(value)
             elif name == "apps":
@@ -349,6 +365,14 @@ class CampaignSpec:
         scenario = replace(scenario, **changes)
         return Run(run_id=run_id_of(point), point=dict(point), topology=topology,
                    scenario=scenario, spec=self)
+
+    def variant_values(self, name: str) -> dict[str, Any]:
+        """The axis values of one named variant (``[axes] variant``)."""
+        for variant in self.variants:
+            if variant["name"] == name:
+                return {k: v for k, v in variant.items() if k != "name"}
+        raise SpecError(self.source, f"axes.{VARIANT_AXIS}", name, "no variant has this "
+                        "name; use one of " + ", ".join(v["name"] for v in self.variants))
 
 
 @dataclass(frozen=True)
@@ -402,7 +426,8 @@ class Run:
         if "control_scale" in self.point:
             record["control_scale"] = self.point["control_scale"]
         for name, value in self.point.items():
-            if name.startswith(OPTION_AXIS):  # a policy against its own baselines
+            # A policy against its own baselines: an option, or a named variant.
+            if name.startswith(OPTION_AXIS) or name == VARIANT_AXIS:
                 record[name] = value
         if "topology" in self.point:
             record["arch"] = self.topology  # analysis draws Table III per "arch"
@@ -528,7 +553,11 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
     scenario_table = top.table("scenario")
     scenario = _parse_scenario(scenario_table)
     scenario_table.finish()
-    axes = _parse_axes(top.table("axes"), base)
+    axes_table = top.table("axes")
+    variants = _parse_variants(axes_table, base)
+    axes = _parse_axes(axes_table, base)
+    if variants:
+        axes[VARIANT_AXIS] = tuple(v["name"] for v in variants)
 
     length_table = top.table("length")
     length = Length(length_table.seconds("warmup", "0ms"),
@@ -593,7 +622,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
 
     spec = CampaignSpec(source, name, description, topology, kernel, image, backend,
                         scenario, apps, axes, length, gem5, qemu, limits, executor,
-                        early_stop)
+                        early_stop, variants)
     for run in spec.runs():
         _check_run(spec, run)
     return spec
@@ -772,9 +801,78 @@ def _option_axes(t: _Table) -> dict[str, Any]:
     return flat
 
 
+def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
+                      where: str | None = None) -> None:
+    """One value of an axis (or of a variant), with the fix when it is wrong."""
+    if name in ("manager", "placement", "hotness", "tiering"):
+        options = {"manager": MANAGERS, "placement": PLACEMENTS + TIERED_PLACEMENTS,
+                   "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
+        if value not in options:
+            raise t.error(where or name, value, "choose among " + ", ".join(map(repr, options)))
+    elif name == "topology":
+        if not isinstance(value, str):
+            raise t.error(where or name, value, "a topology is a preset name or a .toml path")
+        _check_topology(t, where or name, _topology_name(value, base))
+    elif name in ("seed", "threads") and (isinstance(value, bool)
+                                          or not isinstance(value, int)):
+        raise t.error(where or name, value, "each value must be a whole number")
+    elif name == "control_scale" and (isinstance(value, bool) or not isinstance(
+            value, int | float) or value <= 0):
+        raise t.error(where or name, value, "a scale is a number > 0 (1: the paper's loops)")
+    elif name == "load" and (not isinstance(value, int | float) or value <= 0):
+        raise t.error(where or name, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
+    elif name == "rps" and not isinstance(value, int | float | dict):
+        raise t.error(where or name, value, "an rps value is a number or a table {app = rps}")
+    elif name in ("apps", "be") and not (isinstance(value, str) or (
+            isinstance(value, list) and all(isinstance(v, str) for v in value))):
+        raise t.error(where or name, value, 'a value is "a+b" or a list of names ["a", "b"]')
+
+
+def _parse_variants(t: _Table, base: Path) -> tuple[dict[str, Any], ...]:
+    """``variant = [{ name = "...", <axis> = <value>, ... }, ...]``: named points whose
+    values go together, e.g. a policy beside baselines that differ in several keys."""
+    raw = t.data.get(VARIANT_AXIS)
+    if raw is None:
+        return ()
+    t.read.add(VARIANT_AXIS)
+    example = ('variant = [{ name = "lru", placement = "fast-preferred", tiering = '
+               '"heteroos-lru" }, ...]')
+    if not isinstance(raw, list) or not raw or not all(isinstance(v, dict) for v in raw):
+        raise t.error(VARIANT_AXIS, raw, "a non-empty list of tables, e.g. " + example)
+    variants = []
+    for index, variant in enumerate(raw):
+        where = f"{VARIANT_AXIS}[{index}]"
+        name = variant.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+            raise t.error(f"{where}.name", MISSING if name is None else name,
+                          "give each variant a name of letters, "
+                          "digits, '.', '_', '+' and '-' (it names the run)")
+        if any(v["name"] == name for v in variants):
+            raise t.error(f"{where}.name", name, "two variants have this name; rename one")
+        flat = _option_axes(_Table(t.source, f"{t.path}.{where}" if t.path else where,
+                                   variant))
+        values = dict(flat)
+        for key, value in flat.items():
+            if key == "name":
+                continue
+            if key == VARIANT_AXIS or (key not in AXIS_KEYS and not key.startswith(OPTION_AXIS)):
+                raise t.error(f"{where}.{key}", value, "a variant sets axis keys: "
+                              + ", ".join(AXIS_KEYS) + f", or {OPTION_AXIS}<manager>.<key>")
+            if key in t.data and key != VARIANT_AXIS:
+                raise t.error(f"{where}.{key}", value, f"{key} is also an axis; set it in "
+                              "the variants or as an axis, not both")
+            if not key.startswith(OPTION_AXIS):
+                _check_axis_value(t, key, value, base, f"{where}.{key}")
+            if key == "topology":
+                values[key] = _topology_name(value, base)
+        variants.append(values)
+    return tuple(variants)
+
+
 def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
     axes: dict[str, tuple[Any, ...]] = {}
     data = _option_axes(t)
+    data.pop(VARIANT_AXIS, None)  # _parse_variants
     for name in list(data):
         t.read.add(name)
         if name.startswith(OPTION_AXIS):
@@ -797,28 +895,7 @@ def _parse_axes(t: _Table, base: Path) -> dict[str, tuple[Any, ...]]:
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise t.error(name, values, "a value is listed twice; list each once")
         for value in values:
-            if name in ("manager", "placement", "hotness", "tiering"):
-                options = {"manager": MANAGERS, "placement": PLACEMENTS + TIERED_PLACEMENTS,
-                           "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
-                if value not in options:
-                    raise t.error(name, value, "choose among " + ", ".join(map(repr, options)))
-            elif name == "topology":
-                if not isinstance(value, str):
-                    raise t.error(name, value, "a topology is a preset name or a .toml path")
-                _check_topology(t, name, _topology_name(value, base))
-            elif name in ("seed", "threads") and (isinstance(value, bool)
-                                                  or not isinstance(value, int)):
-                raise t.error(name, value, "each value must be a whole number")
-            elif name == "control_scale" and (isinstance(value, bool) or not isinstance(
-                    value, int | float) or value <= 0):
-                raise t.error(name, value, "a scale is a number > 0 (1: the paper's loops)")
-            elif name == "load" and (not isinstance(value, int | float) or value <= 0):
-                raise t.error(name, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
-            elif name == "rps" and not isinstance(value, int | float | dict):
-                raise t.error(name, value, "an rps value is a number or a table {app = rps}")
-            elif name in ("apps", "be") and not (isinstance(value, str) or (
-                    isinstance(value, list) and all(isinstance(v, str) for v in value))):
-                raise t.error(name, value, 'a value is "a+b" or a list of names ["a", "b"]')
+            _check_axis_value(t, name, value, base)
         if name == "topology":
             values = [_topology_name(v, base) for v in values]
         axes[name] = tuple(values)

@@ -228,18 +228,23 @@ def test_failed_attempts_are_listed_and_numbers_stay_whole(tmp_path: Path) -> No
     assert _format_number(10000.0) == "10000" and _format_number(0.62039) == "0.6204"
 
 
-def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path) -> None:
-    """Runs that differ by a policy option (options.<manager>.<key>): LC p99 over QoS
-    and best-effort throughput per variant, from the runs' own files."""
+@pytest.mark.parametrize(("axis", "label"), [("options.balm.mode", "mode"),
+                                             ("variant", "variant")])
+def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path, axis: str, label: str
+                                                  ) -> None:
+    """Runs that differ by a policy option (options.<manager>.<key>) or by named variants
+    (whose placements differ too, the label names the variant alone): LC p99 over QoS and
+    best-effort throughput per variant, from the runs' own files."""
     from pimcloud.analysis.results import write_lats_bin
 
     for mode, scale, gb in (("balm", 1, 4.0), ("mba", 3, 1.0)):
         run = tmp_path / "c" / f"balm.mode-{mode}"
         (run / "kv").mkdir(parents=True)
         (run / "membw").mkdir()
+        placement = {"placement": "cc" if mode == "balm" else "il"} if axis == "variant" else {}
         (run / "run.json").write_text(json.dumps(
             {"run_id": f"balm.mode-{mode}", "app": "kv", "rps": 100, "manager": "balm",
-             "options.balm.mode": mode, "qos_ns": {"kv": 2e6}}))
+             axis: mode, "qos_ns": {"kv": 2e6}, **placement}))
         write_lats_bin(run / "kv" / "lats.bin", pd.DataFrame(
             {"queue_ns": 0, "service_ns": [scale * 1_000_000] * 3,
              "sojourn_ns": [scale * 1_000_000] * 3}))
@@ -250,10 +255,11 @@ def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path) -> None:
     index = build_report(tmp_path / "c", tmp_path / "out")
     assert ">A policy against its baselines</h2>" in index.read_text()
     lc = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__lc.csv")
-    assert dict(zip(lc["label"], lc["tail"], strict=True)) == {"mode=balm": 0.5, "mode=mba": 1.5}
+    assert dict(zip(lc["label"], lc["tail"], strict=True)) == {f"{label}=balm": 0.5,
+                                                               f"{label}=mba": 1.5}
     be = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__be.csv")
     assert dict(zip(be["label"], be["throughput"].round(6), strict=True)) == {
-        "mode=balm": 4.0, "mode=mba": 1.0}
+        f"{label}=balm": 4.0, f"{label}=mba": 1.0}
 
 
 def test_an_oom_killed_service_is_a_result_named_in_the_report(tmp_path: Path) -> None:

@@ -131,7 +131,9 @@ int run(const std::vector<std::string>& args) {
   std::signal(SIGTERM, onSignal);
   // Under memory pressure the kernel reclaims file pages, the agent's own code among
   // them, and each interval would then wait on page faults: keep the agent resident.
-  if (::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+  // MCL_ONFAULT: a new mapping is locked as it is touched, not read in whole at mmap
+  // (HeteroOS-LRU maps the services' open files, then unlocks that mapping).
+  if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0) {
     log.note(0, "backend-error",
              std::string("mlockall: ") + std::strerror(errno) +
                  "; the agent may stall under memory pressure (run it as root)");

@@ -15,7 +15,7 @@ from pimcloud.runs.guest_scenario import (
     check_agent_config,
     program_candidates,
 )
-from pimcloud.runs.spec import MANAGERS, SpecError, parse_spec
+from pimcloud.runs.spec import MANAGERS, TIERING_MODES, SpecError, parse_spec
 
 
 def _agent() -> Path:
@@ -91,15 +91,22 @@ def test_option_axes_errors_name_the_fix(axes: dict[str, object], fix: str) -> N
         parse_spec({**_spec(manager="interference"), "axes": axes})
 
 
-def test_tiering_reaches_the_agent_config_which_accepts_it(tmp_path: Path) -> None:
-    spec = parse_spec({**_spec(placement="slow-preferred", tiering="agent"),
+@pytest.mark.parametrize(("tiering", "mode"), list(TIERING_MODES.items()))
+def test_tiering_reaches_the_agent_config_which_accepts_it(tmp_path: Path, tiering: str,
+                                                           mode: str) -> None:
+    spec = parse_spec({**_spec(placement="slow-preferred", tiering=tiering),
                        "system": {"topology": "tiered"}})
     config = agent_config(spec.runs()[0])
-    assert config["placement"] == {"static": "slow-preferred", "tiering_pages": 2048}
+    assert config["placement"] == {"static": "slow-preferred", "tiering_pages": 2048,
+                                   "tiering": mode}
     _agent()
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(config))
     check_agent_config(path)
     path.write_text(json.dumps({**config, "placement": {"static": "slow-sometimes"}}))
     with pytest.raises(AgentConfigError, match="fast-preferred"):
+        check_agent_config(path)
+    path.write_text(json.dumps({**config, "placement": {**config["placement"],
+                                                        "tiering": "lru"}}))
+    with pytest.raises(AgentConfigError, match="heteroos-coordinated"):
         check_agent_config(path)

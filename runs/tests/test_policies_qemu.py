@@ -117,3 +117,46 @@ def test_tiered_allocation_policies_and_the_agents_tiering(
                 # every page there is one the log booked (some since freed, some moved
                 # after the last numa_maps sample: at most, not equal).
                 assert on_stacks <= promoted * 1.01 + 8, (placement, on_stacks, promoted)
+
+
+def _file_pages_kib(meminfo: Path) -> dict[int, int]:
+    """Each node's page cache (FilePages) from node-meminfo.start|end, in KiB."""
+    found = re.findall(r"Node (\d+) FilePages:\s+(\d+) kB", meminfo.read_text())
+    return {int(node): int(kib) for node, kib in found}
+
+
+def test_heteroos_evicts_inactive_page_cache_to_the_slow_tier(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    # HeteroOS-LRU and the slow-only baseline (the other variants cost CI time alike).
+    runs = run_shipped_qemu("heteroos-qemu", {
+        '  { name = "migration-only", placement = "slow-preferred", tiering = "agent" },\n': "",
+        '  { name = "heteroos-coordinated", placement = "fast-preferred", tiering = '
+        '"heteroos-coordinated" },\n': "",
+        '  { name = "fast-only", placement = "fast-always" },\n': ""})
+    lru = runs / "variant-heteroos-lru" / "results"
+    policies, _ = _anon_policy_and_pages(lru / "search" / "numa_maps.last")
+    assert policies == {"prefer (many):1-2"}, policies
+    decisions = _lines(lru / "decisions.jsonl")
+    assert not [d for d in decisions if d["event"] == "promote"]  # LRU alone never promotes
+    scans = [d for d in decisions if d["event"] == "evict-cache"]
+    assert scans and all(float(d["values"]["files"]) >= 1 for d in scans), scans  # type: ignore[index]
+
+    def booked(event: str) -> int:
+        return sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
+                   if d["event"] == event or (d["event"] == "migrate"
+                                              and str(d["reason"]).startswith(event + " ")))
+
+    evicted = booked("evict-cache")
+    assert evicted > 0, scans
+    # The kernel's count: node 0's page cache grew by at least the pages booked to it
+    # (nothing here deletes the index, and 2 GiB of DDR is never reclaimed in this run).
+    start, end = (_file_pages_kib(lru / f"node-meminfo.{w}") for w in ("start", "end"))
+    grown = end[0] - start[0]
+    print(f"heteroos-lru: evicted {evicted} page-cache and {booked('evict')} heap pages; "
+          f"node 0 FilePages {start[0]} -> {end[0]} KiB; stacks {start[1]}+{start[2]} -> "
+          f"{end[1]}+{end[2]} KiB")
+    assert grown >= 0.9 * evicted * 4, (grown, evicted)
+    slow = runs / "variant-slow-only" / "results"
+    policies, _ = _anon_policy_and_pages(slow / "search" / "numa_maps.last")
+    assert policies == {"bind:0"}, policies
+    assert not [d for d in _lines(slow / "decisions.jsonl") if d["event"].startswith("evict")]  # type: ignore[union-attr]

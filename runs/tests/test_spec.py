@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -138,3 +139,33 @@ def test_tiered_placements_need_a_slow_tier_and_tiering_needs_them() -> None:
         spec_of('[axes]\nplacement = ["fast-always"]\n').runs()  # type: ignore[attr-defined]
     with pytest.raises(SpecError, match="set placement to one of fast-preferred"):
         spec_of('[axes]\ntiering = ["agent"]\n').runs()  # type: ignore[attr-defined]
+
+
+VARIANTS = ('[system]\ntopology = "tiered"\n[axes]\nload = [0.2, 0.5]\nvariant = [\n'
+            '  { name = "slow-only", placement = "slow-always" },\n'
+            '  { name = "lru", placement = "fast-preferred", tiering = "heteroos-lru" },\n'
+            '  { name = "pgm", manager = "balm", options = { balm = { mode = "pgm" } } },\n]\n')
+
+
+def test_variants_are_named_points_whose_values_go_together() -> None:
+    runs = spec_of(VARIANTS).runs()  # type: ignore[attr-defined]
+    assert [r.run_id for r in runs[:3]] == ["load-0.2_variant-slow-only", "load-0.2_variant-lru",
+                                            "load-0.2_variant-pgm"]
+    lru = runs[1]
+    assert (lru.scenario.placement, lru.scenario.tiering, lru.scenario.load) == (
+        "fast-preferred", "heteroos-lru", 0.2)
+    assert runs[0].scenario.tiering == "none"  # the template's value where a variant is silent
+    assert runs[2].scenario.options_of("balm") == {"mode": "pgm"}
+    assert lru.point == {"load": 0.2, "variant": "lru"}
+
+
+@pytest.mark.parametrize(("change", "fix"), [
+    ('name = "a", placement = "nope"', r"axes.variant\[0\].placement = 'nope': choose among"),
+    ('nme = "x"', r"axes.variant\[0\].name is missing: give each variant a name"),
+    ('name = "a", placemnt = "cc"', r"axes.variant\[0\].placemnt .*a variant sets axis keys"),
+    ('name = "a", load = 0.3', r"load is also an axis"),
+])
+def test_variant_errors_name_the_field_and_the_fix(change: str, fix: str) -> None:
+    text = BASE + '[axes]\nload = [0.2]\nvariant = [{ ' + change + " }]\n"
+    assert re.search(fix, error_of(text))
+    assert "two variants" in error_of(BASE + '[axes]\nvariant = [{ name = "a" }, { name = "a" }]\n')

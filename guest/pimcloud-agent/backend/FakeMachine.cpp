@@ -130,6 +130,29 @@ std::vector<PageInfo> FakeMachine::hotPages(int pid, int node) {
   return v;
 }
 
+std::vector<std::uintptr_t> FakeMachine::inactivePages(int pid, int node, std::size_t maxPages) {
+  std::vector<std::uintptr_t> out;
+  for (const PageInfo& p : pagesOf[pid]) {
+    if (out.size() >= maxPages) break;
+    if (p.node == node && activePages.count(p.addr) == 0) out.push_back(p.addr);
+  }
+  return out;
+}
+
+Machine::FilePages FakeMachine::inactiveFilePages(int pid, const std::set<int>& nodes,
+                                                   std::size_t maxPages) {
+  ++fileScans;
+  FilePages out;
+  out.owner = pageCacheOwner(pid);
+  out.files = openFiles[pid];
+  out.cached = pagesOf[out.owner].size();
+  for (const PageInfo& p : pagesOf[out.owner]) {
+    if (out.pages.size() >= maxPages) break;
+    if (nodes.count(p.node) != 0 && activePages.count(p.addr) == 0) out.pages.push_back(p);
+  }
+  return out;
+}
+
 MoveResult FakeMachine::movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) {
   MoveResult r;
   auto it = pagesOf.find(pid);

@@ -87,6 +87,14 @@ class FakeMachine : public Machine {
   std::int64_t nsPerPageMoved = 0;
   std::int64_t clockNs = 0;
   std::set<std::uintptr_t> busyPages;  // move_pages answers EBUSY for these
+  // HeteroOS-LRU: the pages (of any pid) the kernel's LRU holds active; every other page
+  // is inactive. The page cache of an app's open files is pagesOf[pageCacheOwner(pid)].
+  std::set<std::uintptr_t> activePages;
+  std::map<int, std::size_t> openFiles;  // per app pid
+  static int pageCacheOwner(int pid) { return 1'000'000 + pid; }
+  int fileScans = 0;
+  std::vector<std::uintptr_t> inactivePages(int pid, int node, std::size_t maxPages) override;
+  FilePages inactiveFilePages(int pid, const std::set<int>& nodes, std::size_t maxPages) override;
 
   static constexpr std::uint64_t kPageBytes = 4096;
 

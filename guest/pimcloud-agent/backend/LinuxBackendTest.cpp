@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -16,6 +17,7 @@
 #include "backend/Cgroup.h"
 #include "backend/LinuxMachine.h"
 #include "backend/NumaCalls.h"
+#include "backend/PageCacheView.h"
 #include "backend/ProcMaps.h"
 #include "backend/Sysfs.h"
 #include "engine/DecisionLog.h"
@@ -267,6 +269,57 @@ TEST(NumaCallsOnThisKernel, MovePagesOfOwnProcessToNodeZero) {
   const auto where = queryPageNodes(realMovePages(), getpid(), pages);
   for (int node : where) EXPECT_EQ(node, 0);
   munmap(mem, n * 4096);
+}
+
+TEST(ProcMaps, KpageflagsInactiveMeansOnTheLruNeitherActiveNorUnevictable) {
+  const std::uint64_t lru = 1ULL << kKpfLru;
+  EXPECT_TRUE(lruInactive(lru));
+  EXPECT_FALSE(lruInactive(lru | 1ULL << kKpfActive));
+  EXPECT_FALSE(lruInactive(lru | 1ULL << kKpfUnevictable));
+  EXPECT_FALSE(lruInactive(0));  // not on an LRU list (a free or kernel page)
+  TempDir dir;
+  std::vector<std::uint64_t> words = {0, lru, lru | 1ULL << kKpfActive, lru};
+  const fs::path file = dir.path / "kpageflags";
+  FILE* f = std::fopen(file.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(words.data(), 8, words.size(), f);
+  std::fclose(f);
+  const auto inactive = readLruInactive(file.string(), {3, 2, 1, 0});
+  ASSERT_TRUE(inactive);
+  EXPECT_EQ(*inactive, (std::vector<bool>{true, false, true, false}));  // PFN 0: unknown
+  EXPECT_FALSE(readLruInactive((dir.path / "missing").string(), {1}));
+}
+
+// The page cache of this process's own open file, through PageCacheView's mapping: the
+// cached pages are found (mincore), mapped, and the kernel places each on a node.
+TEST(PageCacheViewOnThisKernel, MapsTheCachedPagesOfAnOpenFileAndTheKernelPlacesThem) {
+  TempDir dir;
+  const fs::path file = dir.path / "data";
+  const std::size_t pages = 32;
+  {
+    std::string bytes(pages * 4096, 'x');
+    FILE* f = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  FILE* open = std::fopen(file.c_str(), "rb");  // open while scanned, and read: cached
+  ASSERT_NE(open, nullptr);
+  std::string back(pages * 4096, '\0');
+  ASSERT_EQ(std::fread(back.data(), 1, back.size(), open), back.size());
+  PageCacheView view("/proc", 4096);
+  const PageCacheView::Scan scan = view.scan(getpid(), 20);
+  EXPECT_GE(scan.files, 1U);
+  EXPECT_GE(scan.cached, pages);
+  ASSERT_EQ(scan.pages.size(), 20U);  // at most maxPages, from where the last scan stopped
+  std::vector<std::uintptr_t> addrs;
+  for (const auto& p : scan.pages) addrs.push_back(p.addr);
+  const auto where = queryPageNodes(realMovePages(), getpid(), addrs);
+  for (int node : where) EXPECT_GE(node, 0) << "a page the scan returned is not mapped here";
+  const PageCacheView::Scan next = view.scan(getpid(), 20);  // goes on, drops the first
+  EXPECT_EQ(next.pages.size(), 20U);
+  view.release(getpid());
+  std::fclose(open);
 }
 
 TEST(NumaCallsOnThisKernel, MemPolicyMaskIsReadBackByTheKernel) {

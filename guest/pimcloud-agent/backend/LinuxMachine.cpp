@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sched.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -19,7 +20,8 @@ LinuxMachine::LinuxMachine(LinuxMachineOptions options, MovePagesCall movePages)
     : options_(std::move(options)),
       movePages_(std::move(movePages)),
       cgroups_(options_.cgroupRoot),
-      idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap") {
+      idle_(options_.sysfsRoot + "/kernel/mm/page_idle/bitmap"),
+      pageCache_(options_.procRoot, options_.pageBytes) {
   // The counters serve the miss counters and the throttle whatever the hotness source.
   std::string error;
   counters_ = HwCounters::open(error, options_.countersDevice);
@@ -158,6 +160,7 @@ void LinuxMachine::releaseApp(const AppHandle& app) {
   placed_.erase(app.name + "/" + std::to_string(app.pid));
   hotness_.erase(app.pid);
   scanCursor_.erase(app.pid);
+  pageCache_.release(app.pid);
   if (options_.useCgroups && !cgroups_.removeApp(app.name).ok) lingering_.insert(app.name);
 }
 
@@ -252,6 +255,46 @@ std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const PageInfo& a, const PageInfo& b) { return a.hotness > b.hotness; });
+  return out;
+}
+
+std::vector<std::uintptr_t> LinuxMachine::inactivePages(int pid, int node, std::size_t maxPages) {
+  const std::vector<Page> pages = privatePages(pid);
+  std::vector<std::uintptr_t> addrs;
+  std::vector<std::uint64_t> pfns;
+  for (const Page& p : pages) {
+    addrs.push_back(p.addr);
+    pfns.push_back(p.pfn);
+  }
+  const std::vector<int> nodes = queryPageNodes(movePages_, pid, addrs, options_.chunkPages);
+  const auto inactive = readLruInactive(options_.procRoot + "/kpageflags", pfns);
+  std::vector<std::uintptr_t> out;
+  if (!inactive) return out;
+  for (std::size_t i = 0; i < addrs.size() && out.size() < maxPages; ++i) {
+    if (nodes[i] == node && (*inactive)[i]) out.push_back(addrs[i]);
+  }
+  return out;
+}
+
+Machine::FilePages LinuxMachine::inactiveFilePages(int pid, const std::set<int>& nodes,
+                                                    std::size_t maxPages) {
+  const PageCacheView::Scan scan = pageCache_.scan(pid, options_.hotnessScanPages);
+  FilePages out;
+  out.owner = static_cast<int>(::getpid());
+  out.files = scan.files;
+  out.cached = scan.cached;
+  std::vector<std::uintptr_t> addrs;
+  std::vector<std::uint64_t> pfns;
+  for (const auto& p : scan.pages) {
+    addrs.push_back(p.addr);
+    pfns.push_back(p.pfn);
+  }
+  const std::vector<int> where = queryPageNodes(movePages_, out.owner, addrs, options_.chunkPages);
+  const auto inactive = readLruInactive(options_.procRoot + "/kpageflags", pfns);
+  if (!inactive) return out;
+  for (std::size_t i = 0; i < addrs.size() && out.pages.size() < maxPages; ++i) {
+    if (nodes.count(where[i]) != 0 && (*inactive)[i]) out.pages.push_back({addrs[i], where[i], 0});
+  }
   return out;
 }
 

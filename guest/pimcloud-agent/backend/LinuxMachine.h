@@ -12,6 +12,7 @@
 #include "backend/HwCounters.h"
 #include "backend/Machine.h"
 #include "backend/NumaCalls.h"
+#include "backend/PageCacheView.h"
 #include "backend/ProcMaps.h"
 
 namespace pimcloud {
@@ -58,6 +59,8 @@ class LinuxMachine : public Machine {
   void releaseApp(const AppHandle& app) override;
   void housekeeping() override;
   std::vector<int> bePids() override;
+  std::vector<std::uintptr_t> inactivePages(int pid, int node, std::size_t maxPages) override;
+  FilePages inactiveFilePages(int pid, const std::set<int>& nodes, std::size_t maxPages) override;
 
   // Present private anonymous pages of a process with their PFNs (pagemap).
   struct Page {
@@ -87,6 +90,7 @@ class LinuxMachine : public Machine {
   // cleared by housekeeping(): one device query per memory per interval, not per app.
   std::map<int, HotPages> hottestThisInterval_;
   std::string hotnessNote_;
+  PageCacheView pageCache_;  // HeteroOS-LRU's view of the apps' open files
   void trackHardwareHotness(int pid);
 };
 

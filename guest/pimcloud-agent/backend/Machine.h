@@ -3,8 +3,10 @@
 // memory for unit tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,27 @@ class Machine {
   virtual Status setBandwidthThrottle(const std::vector<int>& /*cpus*/, int /*level*/) {
     return Status::failure("this machine has no bandwidth throttle (gem5 board without "
                            "counters, or QEMU)");
+  }
+  // HeteroOS-LRU (seed 002): up to maxPages of a process's heap pages on `node` that the
+  // kernel's LRU holds inactive (on an LRU list, not active, not unevictable); empty when
+  // the machine cannot tell.
+  virtual std::vector<std::uintptr_t> inactivePages(int /*pid*/, int /*node*/,
+                                                    std::size_t /*maxPages*/) {
+    return {};
+  }
+  // The same for the page cache of the regular files a process has open, pages it need not
+  // have mapped, on any of `nodes`: `pages` (with their node) are addresses in the address
+  // space of process `owner` (on Linux a mapping of the agent's own, kept until the next
+  // call for this pid or releaseApp), so that movePages(owner, ...) moves them.
+  struct FilePages {
+    int owner = 0;
+    std::vector<PageInfo> pages;
+    std::size_t files = 0;  // regular files open
+    std::size_t cached = 0;  // their pages in the page cache, on any node
+  };
+  virtual FilePages inactiveFilePages(int /*pid*/, const std::set<int>& /*nodes*/,
+                                      std::size_t /*maxPages*/) {
+    return {};
   }
   // The best-effort jobs' processes (the BE cgroup's cgroup.procs); empty if unknown.
   virtual std::vector<int> bePids() { return {}; }

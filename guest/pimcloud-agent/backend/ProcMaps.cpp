@@ -136,26 +136,48 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> wordRuns(std::vector<std::u
 
 }  // namespace
 
-std::optional<std::vector<bool>> IdleBitmap::idle(const std::vector<std::uint64_t>& pfns) const {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+// 8-byte words of a file (the idle bitmap, kpageflags) at these indices, a run per read.
+std::optional<std::map<std::uint64_t, std::uint64_t>> readWords(const std::string& path,
+                                                                const std::vector<std::uint64_t>& indices) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  std::vector<std::uint64_t> words;
-  words.reserve(pfns.size());
-  for (std::uint64_t pfn : pfns) words.push_back(pfn / 64);
-  std::map<std::uint64_t, std::uint64_t> bits;
-  for (const auto& [first, count] : wordRuns(words)) {
+  std::map<std::uint64_t, std::uint64_t> words;
+  for (const auto& [first, count] : wordRuns(indices)) {
     std::vector<std::uint64_t> buf(count);
     const ssize_t want = static_cast<ssize_t>(count * 8);
     if (::pread(fd, buf.data(), static_cast<std::size_t>(want), static_cast<off_t>(first * 8)) != want) {
       ::close(fd);
       return std::nullopt;
     }
-    for (std::uint64_t i = 0; i < count; ++i) bits[first + i] = buf[i];
+    for (std::uint64_t i = 0; i < count; ++i) words[first + i] = buf[i];
   }
   ::close(fd);
+  return words;
+}
+
+std::optional<std::vector<bool>> IdleBitmap::idle(const std::vector<std::uint64_t>& pfns) const {
+  std::vector<std::uint64_t> indices;
+  indices.reserve(pfns.size());
+  for (std::uint64_t pfn : pfns) indices.push_back(pfn / 64);
+  auto bits = readWords(path_, indices);
+  if (!bits) return std::nullopt;
   std::vector<bool> out;
   out.reserve(pfns.size());
-  for (std::uint64_t pfn : pfns) out.push_back((bits[pfn / 64] >> (pfn % 64)) & 1);
+  for (std::uint64_t pfn : pfns) out.push_back(((*bits)[pfn / 64] >> (pfn % 64)) & 1);
+  return out;
+}
+
+bool lruInactive(std::uint64_t flags) {
+  return (flags >> kKpfLru & 1) && !(flags >> kKpfActive & 1) && !(flags >> kKpfUnevictable & 1);
+}
+
+std::optional<std::vector<bool>> readLruInactive(const std::string& kpageflagsPath,
+                                                 const std::vector<std::uint64_t>& pfns) {
+  auto flags = readWords(kpageflagsPath, pfns);
+  if (!flags) return std::nullopt;
+  std::vector<bool> out;
+  out.reserve(pfns.size());
+  for (std::uint64_t pfn : pfns) out.push_back(pfn != 0 && lruInactive((*flags)[pfn]));
   return out;
 }
 

@@ -49,6 +49,19 @@ PagemapEntry decodePagemap(std::uint64_t raw);
 std::vector<PagemapEntry> readPagemap(const std::string& path, std::uintptr_t start,
                                       std::uintptr_t end, std::size_t pageBytes = 4096);
 
+// /proc/kpageflags: a 64-bit word of flags per PFN (Documentation/admin-guide/mm/
+// pagemap.rst). The LRU bits tell where the kernel's reclaim keeps a page.
+inline constexpr int kKpfLru = 5;
+inline constexpr int kKpfActive = 6;
+inline constexpr int kKpfUnevictable = 18;
+// On an LRU list, neither active nor unevictable: the next to be reclaimed (HeteroOS-LRU
+// evicts such pages from fast memory).
+bool lruInactive(std::uint64_t flags);
+// lruInactive for each PFN (false for PFN 0, which pagemap gives without CAP_SYS_ADMIN);
+// nullopt when the file cannot be read.
+std::optional<std::vector<bool>> readLruInactive(const std::string& kpageflagsPath,
+                                                 const std::vector<std::uint64_t>& pfns);
+
 // The idle page bitmap: one bit per PFN, read and written in 8-byte words.
 class IdleBitmap {
  public:

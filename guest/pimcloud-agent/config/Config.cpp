@@ -252,8 +252,18 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   if (j.contains("placement")) {
     const json& p = j["placement"];
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
-                                 "migration_chunk_pages", "tiering_pages"});
+                                 "migration_chunk_pages", "tiering_pages", "tiering"});
     c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);
+    std::string tiering;
+    if (c.string(p, "tiering", "placement.tiering", tiering)) {
+      const auto mode = parseTieringMode(tiering);
+      if (!mode) {
+        c.error("placement.tiering", "is \"" + tiering + "\"; use \"promote\", "
+                "\"heteroos-lru\" or \"heteroos-coordinated\"");
+      } else {
+        cfg.engine.tiering = *mode;
+      }
+    }
     double budgetMs = 20;
     if (c.number(p, "migration_budget_ms", "placement.migration_budget_ms", budgetMs, 0.1, 60000)) {
       cfg.engine.migrationBudgetNs = static_cast<std::int64_t>(budgetMs * 1e6);

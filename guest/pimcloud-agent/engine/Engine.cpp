@@ -461,20 +461,40 @@ void Engine::estimateLatencies(std::int64_t tNs) {
   lastMissesNs_ = tNs;
 }
 
+std::optional<TieringMode> parseTieringMode(const std::string& name) {
+  if (name == "promote") return TieringMode::Promote;
+  if (name == "heteroos-lru") return TieringMode::HeteroOsLru;
+  if (name == "heteroos-coordinated") return TieringMode::HeteroOsCoordinated;
+  return std::nullopt;
+}
+
+const char* toString(TieringMode mode) {
+  switch (mode) {
+    case TieringMode::Promote: return "promote";
+    case TieringMode::HeteroOsLru: return "heteroos-lru";
+    case TieringMode::HeteroOsCoordinated: return "heteroos-coordinated";
+  }
+  return "?";
+}
+
 void Engine::queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt,
                            std::vector<std::uintptr_t> pages, int node, const std::string& event,
-                           const std::string& why) {
+                           const std::string& why, std::map<std::string, double> values,
+                           int owner) {
   if (pages.empty()) return;
   Decision d;
   d.tNs = tNs;
   d.event = event;
   d.app = id;
   d.appName = rt.spec.name;
-  d.values = {{"pages", static_cast<double>(pages.size())}, {"to_node", static_cast<double>(node)}};
+  d.values = std::move(values);
+  d.values["pages"] = static_cast<double>(pages.size());
+  d.values["to_node"] = static_cast<double>(node);
   d.reason = why;
   pending_.push_back(d);
   MoveJob job;
   job.app = id;
+  job.pid = owner;
   job.node = node;
   job.purpose = event + " to node " + std::to_string(node);
   job.pages = std::move(pages);
@@ -482,12 +502,17 @@ void Engine::queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt,
   enqueueMove(std::move(job));
 }
 
-// Seed 004's dynamic tiering beside its allocation policies: hot slow-tier pages up to
-// the stack with the most room; under fast-always, cold pages down when a stack runs short.
+// Seed 004's dynamic tiering beside its allocation policies (hot slow-tier pages up to
+// the stack with the most room; under fast-always, cold pages down when a stack runs
+// short), or seed 002's HeteroOS-LRU eviction, alone or with that promotion.
 void Engine::tier(std::int64_t tNs) {
   if (options_.tieringPages == 0 || !isTiered(options_.staticPlacement)) return;
+  const bool promote = options_.tiering != TieringMode::HeteroOsLru;
+  const bool lru = options_.tiering != TieringMode::Promote;
   std::set<std::uintptr_t> queued;
-  for (const MoveJob& j : moves_) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+  for (const MoveJob& j : moves_) {
+    if (j.pid == 0) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+  }
   const auto freeBytes = freeBytesPerStack();
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;
@@ -499,7 +524,7 @@ void Engine::tier(std::int64_t tNs) {
         roomiest = node;
       }
     }
-    if (roomiest > 0) {
+    if (promote && roomiest > 0) {
       std::vector<std::uintptr_t> hot;
       const std::size_t room = (most - options_.reserveBytes) / options_.pageBytes;
       for (const PageInfo& p : machine_->hotPages(rt.handle.pid, kSlowNode)) {
@@ -509,6 +534,10 @@ void Engine::tier(std::int64_t tNs) {
       queueTierMove(tNs, id, rt, std::move(hot), roomiest, "promote",
                     "hot pages of the slow tier (node " + std::to_string(kSlowNode) +
                         ") up to the stack with the most room");
+    }
+    if (lru) {
+      evictInactive(tNs, id, rt, freeBytes, queued);
+      continue;
     }
     if (options_.staticPlacement != StaticPlacement::FastAlways) continue;
     for (const auto& [node, bytes] : freeBytes) {
@@ -523,6 +552,56 @@ void Engine::tier(std::int64_t tNs) {
                     "fast-always: stack " + std::to_string(node) +
                         " short of twice its reserve; its cold pages down to the slow tier");
     }
+  }
+}
+
+// HeteroOS-LRU: a stack below its watermark (the reserve plus two intervals of on-demand
+// allocation at the tiering rate) gives up the pages the kernel's LRU holds inactive,
+// the app's heap and the page cache of its open files, to the slow tier.
+void Engine::evictInactive(std::int64_t tNs, AppId id, const Runtime& rt,
+                           const std::map<int, std::uint64_t>& freeBytes,
+                           const std::set<std::uintptr_t>& queued) {
+  const std::uint64_t watermark =
+      options_.reserveBytes + 2 * options_.tieringPages * options_.pageBytes;
+  const bool cacheQueued = std::any_of(moves_.begin(), moves_.end(), [id](const MoveJob& j) {
+    return j.app == id && j.pid > 0;
+  });
+  std::set<int> shortStacks;
+  for (const auto& [node, bytes] : freeBytes) {
+    if (node >= 1 && bytes < watermark) shortStacks.insert(node);
+  }
+  auto why = [&](int node) {
+    return "HeteroOS-LRU: stack " + std::to_string(node) + " below its watermark (" +
+           std::to_string(freeBytes.at(node) >> 20) + " MiB free, " +
+           std::to_string(watermark >> 20) + " MiB kept); ";
+  };
+  for (int node : shortStacks) {
+    std::vector<std::uintptr_t> heap;
+    for (std::uintptr_t a : machine_->inactivePages(rt.handle.pid, node, options_.tieringPages)) {
+      if (queued.count(a) == 0) heap.push_back(a);
+    }
+    queueTierMove(tNs, id, rt, std::move(heap), kSlowNode, "evict",
+                  why(node) + "inactive heap pages down to the slow tier",
+                  {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)}});
+  }
+  // Page-cache pages are addresses in the agent's own mappings, valid until the next
+  // scan of this app: one scan an interval for all its short stacks, and none while the
+  // last one's pages still wait to move.
+  if (shortStacks.empty() || cacheQueued) return;
+  const Machine::FilePages files =
+      machine_->inactiveFilePages(rt.handle.pid, shortStacks, options_.tieringPages);
+  for (int node : shortStacks) {
+    std::vector<std::uintptr_t> pages;
+    for (const PageInfo& p : files.pages) {
+      if (p.node == node) pages.push_back(p.addr);
+    }
+    queueTierMove(tNs, id, rt, std::move(pages), kSlowNode, "evict-cache",
+                  why(node) + "inactive page-cache pages of its " + std::to_string(files.files) +
+                      " open files down to the slow tier",
+                  {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)},
+                   {"files", static_cast<double>(files.files)},
+                   {"cached_pages", static_cast<double>(files.cached)}},
+                  files.owner);
   }
 }
 
@@ -625,7 +704,8 @@ void Engine::runMoves(std::int64_t tNs) {
            static_cast<std::size_t>(room)});
       const std::vector<std::uintptr_t> chunk(job.pages.begin() + static_cast<long>(job.next),
                                               job.pages.begin() + static_cast<long>(job.next + n));
-      const MoveResult r = machine_->movePages(rt ? rt->handle.pid : job.pid, chunk, job.node);
+      const MoveResult r =
+          machine_->movePages(job.pid > 0 || !rt ? job.pid : rt->handle.pid, chunk, job.node);
       job.next += n;
       // Pages of the plan found on the target already left their node with this
       // migration (a transparent huge page moves whole for any of its addresses): they

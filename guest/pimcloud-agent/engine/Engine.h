@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@
 #include "policy/Policy.h"
 
 namespace pimcloud {
+
+// The dynamic tiering beside a tiered placement (EngineOptions::tieringPages > 0).
+//  Promote:   seed 004's tiering mechanism: hot slow-tier pages up to a stack; under
+//             fast-always, cold pages of a stack short of twice the reserve down.
+//  HeteroOsLru: seed 002's HeteroOS-LRU: when a stack runs below its watermark, the pages
+//             the kernel's LRU holds inactive go down to the slow tier, heap and I/O
+//             page cache alike (its on-demand allocation is the fast-preferred placement).
+//  HeteroOsCoordinated: HeteroOS-LRU plus promotion of hot pages (its coordinated mode,
+//             the hotness from idle tracking or the board's counters).
+enum class TieringMode { Promote, HeteroOsLru, HeteroOsCoordinated };
+// promote|heteroos-lru|heteroos-coordinated
+std::optional<TieringMode> parseTieringMode(const std::string& name);
+const char* toString(TieringMode mode);
 
 struct EngineOptions {
   std::int64_t intervalNs = 100'000'000;
@@ -45,6 +59,7 @@ struct EngineOptions {
   // with the most room, and under fast-always demote as many cold pages of a stack short
   // of twice the reserve to the slow tier. 0: no tiering (the allocation policy alone).
   std::size_t tieringPages = 0;
+  TieringMode tiering = TieringMode::Promote;
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
@@ -70,7 +85,7 @@ class Engine {
   // Pages on their way to `node`, moved a chunk at a time within the interval's budget.
   struct MoveJob {
     AppId app = kBePool;  // kBePool: a best-effort process's pages (pid)
-    int pid = 0;
+    int pid = 0;  // whose address space the pages are in: the app's when 0
     int node = -1;
     int followsCpu = -1;  // the remote core the pages follow (remembered to move back)
     std::string purpose;  // for the log: "for core 9", "gather on resident stack 2"
@@ -106,7 +121,11 @@ class Engine {
   void moveBePages(const PlacementRequest& p, Decision& d, long index);
   void tier(std::int64_t tNs);
   void queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt, std::vector<std::uintptr_t> pages,
-                     int node, const std::string& event, const std::string& why);
+                     int node, const std::string& event, const std::string& why,
+                     std::map<std::string, double> values = {}, int owner = 0);
+  void evictInactive(std::int64_t tNs, AppId id, const Runtime& rt,
+                     const std::map<int, std::uint64_t>& freeBytes,
+                     const std::set<std::uintptr_t>& queued);
   void enqueueMove(MoveJob job);
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;

@@ -627,11 +627,12 @@ namespace {
 
 // Seed 004's dynamic tiering beside a tiered allocation policy, on the fake machine.
 struct TieredDriver : testing::Driver {
-  explicit TieredDriver(StaticPlacement placement)
-      : Driver("default", {}, Topology::paper(), options(placement)) {}
-  static EngineOptions options(StaticPlacement placement) {
+  explicit TieredDriver(StaticPlacement placement, TieringMode mode = TieringMode::Promote)
+      : Driver("default", {}, Topology::paper(), options(placement, mode)) {}
+  static EngineOptions options(StaticPlacement placement, TieringMode mode) {
     EngineOptions o;
     o.staticPlacement = placement;
+    o.tiering = mode;
     o.tieringPages = 8;
     o.reserveBytes = 1 << 20;
     return o;
@@ -671,6 +672,72 @@ TEST(EngineTiering, FastAlwaysDemotesColdPagesOfAStackShortOfItsReserve) {
   d.tick(5);
   EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 30U);
   EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 5U);
+}
+
+// Seed 002's HeteroOS-LRU: below its watermark (reserve 1 MiB + 2 x 8 pages), a stack
+// gives up the pages the kernel's LRU holds inactive, heap and page cache, and no others.
+TEST(EngineTiering, HeteroOsLruEvictsInactiveHeapAndPageCachePagesOfAShortStack) {
+  TieredDriver d(StaticPlacement::FastPreferred, TieringMode::HeteroOsLru);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  const int cache = FakeMachine::pageCacheOwner(pid);
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 512ULL << 10}, {2, 512ULL << 10}};  // both short
+  d.machine.openFiles[pid] = 2;
+  d.pages(pid, 1, 6, 5, 0x100000);    // active heap: stays
+  d.pages(pid, 1, 12, 0, 0x900000);   // inactive heap: down, 8 an interval
+  d.pages(pid, kSlowNode, 10, 9, 0x2000000);  // hot on the slow tier: LRU alone never promotes
+  d.pages(cache, 1, 4, 0, 0x7000000);  // active page cache: stays
+  d.pages(cache, 1, 10, 0, 0x7100000);  // inactive page cache: down
+  d.pages(cache, 2, 3, 0, 0x7200000);   // inactive page cache on stack 2: down too
+  for (int i = 0; i < 6; ++i) d.machine.activePages.insert(0x100000 + i * 4096);
+  for (int i = 0; i < 4; ++i) d.machine.activePages.insert(0x7000000 + i * 4096);
+  d.tick();
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 10U + 8U);
+  EXPECT_EQ(d.machine.pagesPerNode(cache)[kSlowNode], 8U);  // 8 an interval, both stacks
+  // One scan of the app's files an interval for every short stack: a second would drop
+  // the mapping the first one's pages are queued in.
+  EXPECT_EQ(d.machine.fileScans, 1);
+  d.tick(4);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 6U);      // the active heap pages only
+  EXPECT_EQ(d.machine.pagesPerNode(cache)[1], 4U);    // the active cache pages only
+  EXPECT_EQ(d.machine.pagesPerNode(cache)[2], 0U);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[2], 0U);      // no promotion
+  EXPECT_GE(d.log.events().at("evict"), 2U);
+  EXPECT_GE(d.log.events().at("evict-cache"), 2U);
+  EXPECT_EQ(d.log.events().count("promote"), 0U);
+}
+
+TEST(EngineTiering, HeteroOsLruLeavesAStackAboveItsWatermarkAlone) {
+  TieredDriver d(StaticPlacement::FastPreferred, TieringMode::HeteroOsLru);
+  d.app("a", 1000, 400, 100);
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  d.pages(1000, 1, 12, 0, 0x900000);
+  d.tick(3);
+  EXPECT_EQ(d.machine.pagesPerNode(1000)[1], 12U);
+  EXPECT_EQ(d.log.events().count("evict"), 0U);
+  EXPECT_EQ(d.machine.fileScans, 0);
+}
+
+TEST(EngineTiering, HeteroOsCoordinatedAlsoPromotesHotSlowPages) {
+  TieredDriver d(StaticPlacement::FastPreferred, TieringMode::HeteroOsCoordinated);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 1ULL << 20}, {2, 256ULL << 20}};
+  d.pages(pid, 1, 8, 0, 0x900000);           // inactive on the short stack
+  d.pages(pid, kSlowNode, 8, 9, 0x2000000);  // hot on the slow tier
+  d.tick(2);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 0U);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[2], 8U);  // up to the stack with room
+  EXPECT_GE(d.log.events().at("promote"), 1U);
+  EXPECT_GE(d.log.events().at("evict"), 1U);
+}
+
+TEST(EngineTiering, TieringModesByName) {
+  for (TieringMode m : {TieringMode::Promote, TieringMode::HeteroOsLru,
+                        TieringMode::HeteroOsCoordinated}) {
+    EXPECT_EQ(parseTieringMode(toString(m)), m);
+  }
+  EXPECT_FALSE(parseTieringMode("lru"));
 }
 
 TEST(EngineTiering, NothingMovesWithoutATieredPlacement) {
