@@ -38,7 +38,7 @@ from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 
-from .spec import TIERING_MODES, TIERING_PAGES, Run
+from .spec import TIERING_MODES, Run
 
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
@@ -212,8 +212,10 @@ def agent_config(run: Run) -> dict[str, Any]:
         **s.control.agent_config(),
         "topology": "sysfs",
         "placement": {"static": s.placement,
-                      **({"tiering_pages": TIERING_PAGES, "tiering": TIERING_MODES[s.tiering]}
-                         if s.tiering != "none" else {})},
+                      **({"tiering_pages": s.tiering_pages, "tiering": TIERING_MODES[s.tiering]}
+                         if s.tiering != "none" else {}),
+                      **({"reserve_mib": s.reserve_bytes / 2**20}
+                         if s.reserve_bytes is not None else {})},
         "apps": apps,
         "latency": LATENCY_FILE,
         "control": CONTROL_FILE,

@@ -184,6 +184,8 @@ class Scenario:
     manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
     hotness: str = "idle"  # the agent's page-hotness source (HOTNESS_SOURCES)
     tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
+    tiering_pages: int = TIERING_PAGES  # at most this many pages an interval each way
+    reserve_bytes: int | None = None  # free memory the agent never fills (None: its 64 MiB)
 
     def options_of(self, manager: str) -> dict[str, Any]:
         """The options the scenario gives ``manager``'s policy ({} when none)."""
@@ -706,6 +708,9 @@ def _parse_scenario(t: _Table) -> Scenario:
         manager_options=_parse_manager_options(t),
         hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
         tiering=t.choice("tiering", TIERING, "none"),
+        tiering_pages=t.integer("tiering_pages", TIERING_PAGES, minimum=1),
+        reserve_bytes=(t.quantity("reserve", parse_size, None, positive=False)
+                       if t.has("reserve") else None),
     )
 
 

@@ -99,9 +99,17 @@ def test_tiering_reaches_the_agent_config_which_accepts_it(tmp_path: Path, tieri
     config = agent_config(spec.runs()[0])
     assert config["placement"] == {"static": "slow-preferred", "tiering_pages": 2048,
                                    "tiering": mode}
+    # Small stacks: the tiering step and the agent's reserve scale down with them.
+    small = parse_spec({**_spec(placement="slow-preferred", tiering=tiering,
+                                tiering_pages=256, reserve="8MiB"),
+                        "system": {"topology": "tiered"}})
+    assert agent_config(small.runs()[0])["placement"] == {
+        "static": "slow-preferred", "tiering_pages": 256, "tiering": mode, "reserve_mib": 8.0}
     _agent()
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(config))
+    check_agent_config(path)
+    path.write_text(json.dumps(agent_config(small.runs()[0])))
     check_agent_config(path)
     path.write_text(json.dumps({**config, "placement": {"static": "slow-sometimes"}}))
     with pytest.raises(AgentConfigError, match="fast-preferred"):
