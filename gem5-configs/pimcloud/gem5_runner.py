@@ -30,13 +30,17 @@ class Gem5Info:
     missing: list[str]
 
 
+# Why everything that needs gem5 is skipped or refused without it: one text for all.
+NO_GEM5 = ("GEM5 is not set: point it at a gem5.opt (v24.0.0.1, X86) built with "
+           f"EXTRAS={GEM5_CONFIGS.parent / 'scons-extra'}")
+
+
 def gem5_binary(named: str | os.PathLike[str] | None = None) -> Path:
     """``named`` (a campaign's own gem5, e.g. a gem5.fast), else $GEM5, checked to be an
     executable file."""
     configured = str(named) if named else os.environ.get("GEM5")
     if not configured:
-        raise Gem5Missing("GEM5 is not set: point it at a gem5.opt (v24.0.0.1, X86) built with "
-                          f"EXTRAS={GEM5_CONFIGS.parent / 'scons-extra'}")
+        raise Gem5Missing(NO_GEM5)
     path = Path(configured)
     if not path.is_file() or not os.access(path, os.X_OK):
         raise Gem5Missing(f"GEM5={configured} is not an executable file")

@@ -8,13 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pimcloud.gem5_runner import NO_GEM5
 from pimcloud.gem5_session import RUN_SCRIPT
 from pimcloud.topology.parse import preset_names
 
 pytestmark = [
     pytest.mark.gem5,
-    pytest.mark.skipif(not os.environ.get("GEM5"), reason="GEM5 is not set: point it at a "
-                       "gem5.opt (v24.0.0.1, X86) built with EXTRAS=<repo>/scons-extra"),
+    pytest.mark.skipif(not os.environ.get("GEM5"), reason=NO_GEM5),
 ]
 
 

@@ -11,14 +11,13 @@ import os
 from pathlib import Path
 
 import pytest
-from pimcloud.gem5_runner import Gem5Missing
+from pimcloud.gem5_runner import NO_GEM5, Gem5Missing
 from pimcloud.gem5_session import Gem5Inputs, boot, restore
 
 pytestmark = [
     pytest.mark.gem5,
     pytest.mark.slow,
-    pytest.mark.skipif(not os.environ.get("GEM5"), reason="GEM5 is not set: point it at a "
-                       "gem5.opt (v24.0.0.1, X86) built with EXTRAS=<repo>/scons-extra"),
+    pytest.mark.skipif(not os.environ.get("GEM5"), reason=NO_GEM5),
 ]
 
 HOTSET_SCENARIO = """#!/bin/sh

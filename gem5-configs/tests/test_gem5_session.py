@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from pimcloud.gem5_runner import NO_GEM5
 from pimcloud.gem5_session import (
     Gem5Inputs,
     boot,
@@ -126,9 +127,7 @@ def test_restore_mode_names_every_option() -> None:
                     "--max-seconds", "2.000000", "--stats-period", "100ms"]
 
 
-NEEDS_GEM5 = pytest.mark.skipif(
-    not os.environ.get("GEM5"), reason="GEM5 is not set: point it at a gem5.opt "
-    "(v24.0.0.1, X86) built with EXTRAS=<repo>/scons-extra")
+NEEDS_GEM5 = pytest.mark.skipif(not os.environ.get("GEM5"), reason=NO_GEM5)
 
 # kvstore at 4000 RPS on the detailed cores, started after `m5 switchcpu`: its load
 # generator sleeps in clock_nanosleep between arrivals, so it needs the timer interrupts

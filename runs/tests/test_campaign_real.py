@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from pimcloud.analysis.campaign import load_campaign
+from pimcloud.gem5_runner import NO_GEM5
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.spec import CAMPAIGN_DIR
@@ -63,7 +64,7 @@ def test_small_campaign_in_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.gem5
 def test_small_campaign_in_gem5(tmp_path: Path) -> None:
     if not os.environ.get("GEM5"):
-        pytest.skip("GEM5 is not set: point it at a gem5.opt built with scons-extra")
+        pytest.skip(NO_GEM5)
     campaign = prepare_campaign(CAMPAIGN_DIR / "quickstart.toml", tmp_path / "out", "gem5")
     assert execute(campaign, "local", live=False) == 0
     loaded = load_campaign(tmp_path / "out")

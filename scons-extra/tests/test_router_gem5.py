@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pimcloud.gem5_runner import NO_GEM5
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,10 +23,7 @@ pytestmark = pytest.mark.gem5
 def gem5_binary() -> Path:
     value = os.environ.get("GEM5")
     if not value:
-        pytest.skip(
-            "GEM5 is not set: point it at a gem5.opt (v24.0.0.1, X86) built with "
-            "EXTRAS=<repo>/scons-extra to run the gem5 tests of the router"
-        )
+        pytest.skip(NO_GEM5)
     path = Path(value)
     if not path.is_file():
         pytest.fail(f"GEM5={value} is not a file; set it to the gem5.opt binary")
