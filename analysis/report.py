@@ -377,6 +377,10 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], o
                      ) -> Iterator[Section]:
     """A policy against its baselines: LC p99 and best-effort throughput per variant."""
     compared = [a for a in axes if a.startswith("options.") or a in POLICY_AXES]
+    # Best-effort jobs beside managers at one load: Fig. 9's question at that point (the
+    # BE section draws Fig. 9 itself over a load axis).
+    fig9 = not campaign.progress.empty and "load" not in axes and "manager" in axes
+    compared += ["manager"] if fig9 else []
     compared = [a for a in compared if campaign.runs[a].nunique() > 1]
     if "variant" in compared:  # its name says what its keys (placement, tiering...) do
         compared = [a for a in compared if a not in ("placement", "tiering")]
@@ -396,7 +400,10 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], o
         tables.append(("policy comparison: be", be))
     section = Section("A policy against its baselines",
                       "Each variant of " + ", ".join(compared) + ": every LC app's p99 "
-                      "(over its QoS) and every best-effort job's throughput.", tables)
+                      "(over its QoS) and every best-effort job's throughput" +
+                      (" (Fig. 9 at one load: the batch work each manager leaves room for "
+                       "while the LC apps keep their QoS)." if "manager" in compared else "."),
+                      tables)
     section.figures.append(("LC p99 and best-effort throughput per variant",
                             _save(figures.policy_comparison(lc, be), out,
                                   "policy_comparison")))

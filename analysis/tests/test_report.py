@@ -229,12 +229,14 @@ def test_failed_attempts_are_listed_and_numbers_stay_whole(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("axis", "label"), [("options.balm.mode", "mode"),
-                                             ("variant", "variant")])
+                                             ("variant", "variant"),
+                                             ("manager", "manager")])  # Fig. 9 at one load
 def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path, axis: str, label: str
                                                   ) -> None:
     """Runs that differ by a policy option (options.<manager>.<key>) or by named variants
-    (whose placements differ too, the label names the variant alone): LC p99 over QoS and
-    best-effort throughput per variant, from the runs' own files."""
+    (whose placements differ too, the label names the variant alone), or by manager with
+    best-effort jobs at one load: LC p99 over QoS and best-effort throughput per variant,
+    from the runs' own files."""
     from pimcloud.analysis.results import write_lats_bin
 
     for mode, scale, gb in (("balm", 1, 4.0), ("mba", 3, 1.0)):
