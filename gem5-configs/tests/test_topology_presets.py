@@ -12,7 +12,7 @@ from pimcloud.topology.qemu import numa_args
 
 GiB = 1 << 30
 EXPECTED_PRESETS = {f"arch{i}" for i in range(1, 10)} | {
-    "paper", "mini", "scale-8x32", "scale-16x64", "tiered"}
+    "paper", "mini", "scale-8x32", "scale-16x64", "tiered", "tiered-mini"}
 
 
 def test_all_presets_are_shipped() -> None:
