@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from ..atomic import atomic_write_bytes
 
@@ -187,7 +188,9 @@ def policy_comparison(lc: pd.DataFrame, be: pd.DataFrame | None = None) -> Figur
     its QoS per variant, and beside it each best-effort job's throughput per variant.
 
     ``lc``: label, app, tail (p99 / QoS, or p99 in ms where no QoS is known);
-    ``be``: label, app (the job), throughput."""
+    ``be``: label, app (the job), throughput, optionally unit (the job's work unit) and
+    qos_met (every LC app of that variant within its QoS: the throughput counts in the
+    seed papers' figures only then; the others are drawn hatched)."""
     panels = 2 if be is not None and len(be) else 1
     figure = Figure(figsize=(3.6 * panels + 1.0, 3.2), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, panels))
@@ -199,12 +202,23 @@ def policy_comparison(lc: pd.DataFrame, be: pd.DataFrame | None = None) -> Figur
     def bars(ax: object, frame: pd.DataFrame, value: str) -> None:
         groups = sorted(frame["app"].astype(str).unique())
         width = 0.8 / max(len(groups), 1)
+        handles = []
+        any_missed = False
         for index, app in enumerate(groups):
             part = frame[frame["app"].astype(str) == app]
             xs = [where[str(x)] + (index - (len(groups) - 1) / 2) * width for x in part["label"]]
-            ax.bar(xs, part[value], width=width, color=f"C{index}", label=app)  # type: ignore[attr-defined]
+            missed = (~part["qos_met"].astype(bool)).tolist() if "qos_met" in part.columns \
+                else [False] * len(part)
+            any_missed = any_missed or any(missed)
+            ax.bar(xs, part[value], width=width, color=f"C{index}",  # type: ignore[attr-defined]
+                   hatch=["//" if m else "" for m in missed],
+                   edgecolor=["k" if m else f"C{index}" for m in missed])
+            handles.append(Patch(color=f"C{index}", label=app))
+        if any_missed:
+            handles.append(Patch(facecolor="white", edgecolor="k", hatch="//",
+                                 label="LC QoS missed"))
         ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=7)  # type: ignore[attr-defined]
-        ax.legend(fontsize=7)  # type: ignore[attr-defined]
+        ax.legend(handles=handles, fontsize=7)  # type: ignore[attr-defined]
 
     bars(axes[0], lc, "tail")
     qos = bool(lc.get("over_qos", pd.Series([False])).all())
@@ -213,7 +227,9 @@ def policy_comparison(lc: pd.DataFrame, be: pd.DataFrame | None = None) -> Figur
         axes[0].axhline(1.0, color="k", ls="--", lw=0.8)
     if panels == 2 and be is not None:
         bars(axes[1], be, "throughput")
-        axes[1].set_ylabel("best-effort throughput (units/s)")
+        units = set(be["unit"].dropna().astype(str)) if "unit" in be.columns else set()
+        axes[1].set_ylabel("best-effort throughput (" + (
+            f"{units.pop()}/s" if len(units) == 1 else "units/s") + ")")
     return figure
 
 

@@ -397,6 +397,12 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], o
     if not campaign.progress.empty:
         be = metrics.be_throughput(campaign.progress)
         be["label"] = be["run_id"].map(labels)
+        if "unit" in campaign.progress.columns:
+            be["unit"] = be["app"].map(
+                campaign.progress.groupby("app", observed=True)["unit"].first())
+        # Every LC app of the run within its QoS (unknown QoS counts as within).
+        met = lc.assign(ok=~lc["over_qos"] | (lc["tail"] <= 1.0)).groupby("run_id")["ok"].all()
+        be["qos_met"] = be["run_id"].map(met).fillna(True).astype(bool)
         tables.append(("policy comparison: be", be))
     section = Section("A policy against its baselines",
                       "Each variant of " + ", ".join(compared) + ": every LC app's p99 "

@@ -262,6 +262,10 @@ def test_a_policy_option_axis_gets_its_comparison(tmp_path: Path, axis: str, lab
     be = pd.read_csv(tmp_path / "out" / "tables" / "policy_comparison__be.csv")
     assert dict(zip(be["label"], be["throughput"].round(6), strict=True)) == {
         f"{label}=balm": 4.0, f"{label}=mba": 1.0}
+    # The seed papers count BE throughput only where the LC apps keep their QoS.
+    assert dict(zip(be["label"], be["qos_met"], strict=True)) == {
+        f"{label}=balm": True, f"{label}=mba": False}
+    assert set(be["unit"]) == {"GB"}
 
 
 def test_an_oom_killed_service_is_a_result_named_in_the_report(tmp_path: Path) -> None:
