@@ -143,7 +143,8 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
         overhead, slope = fit([s[:2] for s in samples], base_overhead)
         return Speed(overhead, slope, f"measured ({len(samples)} runs)", extra_sim_s=extra)
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
-                 str(default.get("note", "default")))
+                 str(default.get("note", "default")),
+                 extra_sim_s=float(default.get("extra_sim_s", 0.0)))  # type: ignore[arg-type]
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
