@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -57,6 +58,22 @@ class Checker {
       return false;
     }
     out = obj[key].get<std::string>();
+    return true;
+  }
+
+  // A string naming one value of an enum (parse gives nullopt for an unknown name); the
+  // error lists the names (`choices`).
+  template <typename T, typename Parse>
+  bool named(const json& obj, const std::string& key, const std::string& field, Parse parse,
+             const std::string& choices, T& out) {
+    std::string name;
+    if (!string(obj, key, field, name)) return false;
+    const std::optional<T> value = parse(name);
+    if (!value) {
+      error(field, "is \"" + name + "\"; use " + choices);
+      return false;
+    }
+    out = *value;
     return true;
   }
 
@@ -254,32 +271,19 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
                                  "migration_chunk_pages", "tiering_pages", "tiering"});
     c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);
-    std::string tiering;
-    if (c.string(p, "tiering", "placement.tiering", tiering)) {
-      const auto mode = parseTieringMode(tiering);
-      if (!mode) {
-        c.error("placement.tiering", "is \"" + tiering + "\"; use \"promote\", "
-                "\"heteroos-lru\" or \"heteroos-coordinated\"");
-      } else {
-        cfg.engine.tiering = *mode;
-      }
-    }
+    c.named(p, "tiering", "placement.tiering", parseTieringMode,
+            "\"promote\", \"heteroos-lru\" or \"heteroos-coordinated\"", cfg.engine.tiering);
     double budgetMs = 20;
     if (c.number(p, "migration_budget_ms", "placement.migration_budget_ms", budgetMs, 0.1, 60000)) {
       cfg.engine.migrationBudgetNs = static_cast<std::int64_t>(budgetMs * 1e6);
     }
     c.number(p, "migration_chunk_pages", "placement.migration_chunk_pages",
              cfg.engine.migrationChunkPages, 1, 1e6);
-    std::string name;
-    if (c.string(p, "static", "placement.static", name)) {
-      const auto sp = parseStaticPlacement(name);
-      if (!sp) {
-        c.error("placement.static", "is \"" + name + "\"; use \"ft\", \"cc\", \"il\", "
-                "\"fast-preferred\", \"fast-always\", \"slow-preferred\" or \"slow-always\"");
-      } else {
-        cfg.staticPlacement = *sp;
-        cfg.engine.staticPlacement = *sp;
-      }
+    if (c.named(p, "static", "placement.static", parseStaticPlacement,
+                "\"ft\", \"cc\", \"il\", \"fast-preferred\", \"fast-always\", "
+                "\"slow-preferred\" or \"slow-always\"",
+                cfg.staticPlacement)) {
+      cfg.engine.staticPlacement = cfg.staticPlacement;
     }
     double mib = 64;
     if (c.number(p, "reserve_mib", "placement.reserve_mib", mib, 0, 1e7)) {
