@@ -307,7 +307,8 @@ class CampaignSpec:
         """What decides a run's results apart from its axes: the spec hash covers this.
         Limits, retries and the executor change how runs are made, not what they give."""
         data = asdict(self)
-        for key in ("source", "name", "description", "axes", "limits", "executor"):
+        # Variants are an axis: each run's scenario (its run hash) holds their values.
+        for key in ("source", "name", "description", "axes", "limits", "executor", "variants"):
             data.pop(key)
         return data
 

@@ -157,6 +157,11 @@ def test_variants_are_named_points_whose_values_go_together() -> None:
     assert runs[0].scenario.tiering == "none"  # the template's value where a variant is silent
     assert runs[2].scenario.options_of("balm") == {"mode": "pgm"}
     assert lru.point == {"load": 0.2, "variant": "lru"}
+    # An axis: dropping a variant keeps the spec hash (a campaign folder goes on), while
+    # each run's hash holds its variant's values.
+    fewer = spec_of(VARIANTS.replace('  { name = "slow-only", placement = "slow-always" },\n', ""))
+    assert fewer.spec_hash == spec_of(VARIANTS).spec_hash  # type: ignore[attr-defined]
+    assert fewer.runs()[0].run_hash == lru.run_hash  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("change", "fix"), [
