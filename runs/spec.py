@@ -338,7 +338,7 @@ class CampaignSpec:
         values: list[tuple[str, Any]] = []
         for name, value in point.items():
             if name == VARIANT_AXIS:
-                values += [(k, v) for k, v in self.variant_values(str(value)).items()]
+                values += list(self.variant_values(str(value)).items())
             else:
                 values.append((name, value))
         for name, value in values:
@@ -809,29 +809,30 @@ def _option_axes(t: _Table) -> dict[str, Any]:
 
 def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
                       where: str | None = None) -> None:
-    """One value of an axis (or of a variant), with the fix when it is wrong."""
+    """One value of an axis (or of a variant, at ``where``), with the fix when it is wrong."""
+    field = where or name
     if name in ("manager", "placement", "hotness", "tiering"):
         options = {"manager": MANAGERS, "placement": PLACEMENTS + TIERED_PLACEMENTS,
                    "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
         if value not in options:
-            raise t.error(where or name, value, "choose among " + ", ".join(map(repr, options)))
+            raise t.error(field, value, "choose among " + ", ".join(map(repr, options)))
     elif name == "topology":
         if not isinstance(value, str):
-            raise t.error(where or name, value, "a topology is a preset name or a .toml path")
-        _check_topology(t, where or name, _topology_name(value, base))
+            raise t.error(field, value, "a topology is a preset name or a .toml path")
+        _check_topology(t, field, _topology_name(value, base))
     elif name in ("seed", "threads") and (isinstance(value, bool)
                                           or not isinstance(value, int)):
-        raise t.error(where or name, value, "each value must be a whole number")
+        raise t.error(field, value, "each value must be a whole number")
     elif name == "control_scale" and (isinstance(value, bool) or not isinstance(
             value, int | float) or value <= 0):
-        raise t.error(where or name, value, "a scale is a number > 0 (1: the paper's loops)")
+        raise t.error(field, value, "a scale is a number > 0 (1: the paper's loops)")
     elif name == "load" and (not isinstance(value, int | float) or value <= 0):
-        raise t.error(where or name, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
+        raise t.error(field, value, "a load is a fraction of max load, > 0 (e.g. 0.5)")
     elif name == "rps" and not isinstance(value, int | float | dict):
-        raise t.error(where or name, value, "an rps value is a number or a table {app = rps}")
+        raise t.error(field, value, "an rps value is a number or a table {app = rps}")
     elif name in ("apps", "be") and not (isinstance(value, str) or (
             isinstance(value, list) and all(isinstance(v, str) for v in value))):
-        raise t.error(where or name, value, 'a value is "a+b" or a list of names ["a", "b"]')
+        raise t.error(field, value, 'a value is "a+b" or a list of names ["a", "b"]')
 
 
 def _parse_variants(t: _Table, base: Path) -> tuple[dict[str, Any], ...]:
@@ -864,7 +865,7 @@ def _parse_variants(t: _Table, base: Path) -> tuple[dict[str, Any], ...]:
             if key == VARIANT_AXIS or (key not in AXIS_KEYS and not key.startswith(OPTION_AXIS)):
                 raise t.error(f"{where}.{key}", value, "a variant sets axis keys: "
                               + ", ".join(AXIS_KEYS) + f", or {OPTION_AXIS}<manager>.<key>")
-            if key in t.data and key != VARIANT_AXIS:
+            if key in t.data:
                 raise t.error(f"{where}.{key}", value, f"{key} is also an axis; set it in "
                               "the variants or as an axis, not both")
             if not key.startswith(OPTION_AXIS):

@@ -258,21 +258,29 @@ std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
   return out;
 }
 
+std::vector<PageInfo> LinuxMachine::inactiveAmong(int pid, const std::vector<std::uintptr_t>& addrs,
+                                                  const std::vector<std::uint64_t>& pfns,
+                                                  const std::set<int>& nodes,
+                                                  std::size_t maxPages) const {
+  const std::vector<int> where = queryPageNodes(movePages_, pid, addrs, options_.chunkPages);
+  const auto inactive = readLruInactive(options_.procRoot + "/kpageflags", pfns);
+  std::vector<PageInfo> out;
+  if (!inactive) return out;
+  for (std::size_t i = 0; i < addrs.size() && out.size() < maxPages; ++i) {
+    if (nodes.count(where[i]) != 0 && (*inactive)[i]) out.push_back({addrs[i], where[i], 0});
+  }
+  return out;
+}
+
 std::vector<std::uintptr_t> LinuxMachine::inactivePages(int pid, int node, std::size_t maxPages) {
-  const std::vector<Page> pages = privatePages(pid);
   std::vector<std::uintptr_t> addrs;
   std::vector<std::uint64_t> pfns;
-  for (const Page& p : pages) {
+  for (const Page& p : privatePages(pid)) {
     addrs.push_back(p.addr);
     pfns.push_back(p.pfn);
   }
-  const std::vector<int> nodes = queryPageNodes(movePages_, pid, addrs, options_.chunkPages);
-  const auto inactive = readLruInactive(options_.procRoot + "/kpageflags", pfns);
   std::vector<std::uintptr_t> out;
-  if (!inactive) return out;
-  for (std::size_t i = 0; i < addrs.size() && out.size() < maxPages; ++i) {
-    if (nodes[i] == node && (*inactive)[i]) out.push_back(addrs[i]);
-  }
+  for (const PageInfo& p : inactiveAmong(pid, addrs, pfns, {node}, maxPages)) out.push_back(p.addr);
   return out;
 }
 
@@ -289,12 +297,7 @@ Machine::FilePages LinuxMachine::inactiveFilePages(int pid, const std::set<int>&
     addrs.push_back(p.addr);
     pfns.push_back(p.pfn);
   }
-  const std::vector<int> where = queryPageNodes(movePages_, out.owner, addrs, options_.chunkPages);
-  const auto inactive = readLruInactive(options_.procRoot + "/kpageflags", pfns);
-  if (!inactive) return out;
-  for (std::size_t i = 0; i < addrs.size() && out.pages.size() < maxPages; ++i) {
-    if (nodes.count(where[i]) != 0 && (*inactive)[i]) out.pages.push_back({addrs[i], where[i], 0});
-  }
+  out.pages = inactiveAmong(out.owner, addrs, pfns, nodes, maxPages);
   return out;
 }
 

@@ -92,6 +92,11 @@ class LinuxMachine : public Machine {
   std::string hotnessNote_;
   PageCacheView pageCache_;  // HeteroOS-LRU's view of the apps' open files
   void trackHardwareHotness(int pid);
+  // Of these pages of `pid` (addresses with their PFNs), those on one of `nodes` that the
+  // kernel's LRU holds inactive, at most maxPages.
+  std::vector<PageInfo> inactiveAmong(int pid, const std::vector<std::uintptr_t>& addrs,
+                                      const std::vector<std::uint64_t>& pfns,
+                                      const std::set<int>& nodes, std::size_t maxPages) const;
 };
 
 }  // namespace pimcloud

@@ -704,8 +704,10 @@ void Engine::runMoves(std::int64_t tNs) {
            static_cast<std::size_t>(room)});
       const std::vector<std::uintptr_t> chunk(job.pages.begin() + static_cast<long>(job.next),
                                               job.pages.begin() + static_cast<long>(job.next + n));
-      const MoveResult r =
-          machine_->movePages(job.pid > 0 || !rt ? job.pid : rt->handle.pid, chunk, job.node);
+      // The pages are in the app's address space unless the job names another (a best-
+      // effort process, or the agent's own mapping of page-cache pages).
+      const int pid = job.pid > 0 || rt == nullptr ? job.pid : rt->handle.pid;
+      const MoveResult r = machine_->movePages(pid, chunk, job.node);
       job.next += n;
       // Pages of the plan found on the target already left their node with this
       // migration (a transparent huge page moves whole for any of its addresses): they
