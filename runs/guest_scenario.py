@@ -34,6 +34,7 @@ from typing import Any
 from pimcloud.atomic import atomic_write_text
 from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
+from pimcloud.topology.layout import slow_tier_node
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
@@ -140,9 +141,12 @@ def placement_prefix(run: Run, index: int) -> list[str]:
     placement = run.scenario.placement
     if placement == "ft":
         return []
+    topology = load_topology(run.topology)
+    slow = slow_tier_node(topology)
     return ["pimcloud-agent", "exec", "--placement", placement,
             "--resident", str(resident_stack(run, index)),
-            "--stacks", str(len(load_topology(run.topology).stacks)), "--"]
+            "--stacks", str(len(topology.stacks)),
+            *(["--slow-node", str(slow)] if slow else []), "--"]
 
 
 def measured_seconds(run: Run, app: str) -> float:
@@ -194,6 +198,8 @@ def check_agent_config(path: Path) -> None:
 
 def agent_config(run: Run) -> dict[str, Any]:
     s = run.scenario
+    # A far-memory node is the slow tier, and not a stack, for every manager.
+    slow = slow_tier_node(load_topology(run.topology))
     apps = []
     for app in run.apps:
         entry: dict[str, Any] = {"name": app.name, "threads": app.threads or s.threads}
@@ -215,7 +221,8 @@ def agent_config(run: Run) -> dict[str, Any]:
                       **({"tiering_pages": s.tiering_pages, "tiering": TIERING_MODES[s.tiering]}
                          if s.tiering != "none" else {}),
                       **({"reserve_mib": s.reserve_bytes / 2**20}
-                         if s.reserve_bytes is not None else {})},
+                         if s.reserve_bytes is not None else {}),
+                      **({"slow_node": slow} if slow else {})},
         "apps": apps,
         "latency": LATENCY_FILE,
         "control": CONTROL_FILE,

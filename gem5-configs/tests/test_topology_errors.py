@@ -56,6 +56,8 @@ CASES = [
     ("[memory]\nranges = [{node = \"stack9\", start = \"0B\", size = \"2GiB\"}]\n",
      "memory.ranges[0].node", "stack0, stack1"),
     ("unset = [\"host.nothing\"]\n", "unset", "no such key"),
+    ("[far]\ncapacity = \"1GiB\"\n[far.link]\nlatency = \"9ns\"\n"
+     "bidirectional_bandwidth = \"9GB/s\"\n", "far.dram", "add a [far.dram] table"),
 ]
 
 
@@ -64,6 +66,20 @@ def test_invalid_topology_names_field_and_fix(tmp_path: Path, body: str, field: 
                                                fix: str) -> None:
     with pytest.raises(TopologyError) as caught:
         load_topology(str(write(tmp_path, body)))
+    assert field in caught.value.field
+    assert fix in str(caught.value)
+
+
+@pytest.mark.parametrize(("body", "field", "fix"), [
+    ("[far]\ncapacity = \"10MiB\"\n", "far.capacity", "at least 64MiB"),
+    ("[far.link]\nlatency = \"-1ns\"\n", "far.link.latency", "negative"),
+    ("[memory]\nranges = [{node = \"fra\", start = \"0B\", size = \"2GiB\"}]\n",
+     "memory.ranges[0].node", "stack1, far"),
+])
+def test_invalid_far_memory_names_field_and_fix(tmp_path: Path, body: str, field: str,
+                                                fix: str) -> None:
+    with pytest.raises(TopologyError) as caught:
+        load_topology(str(write(tmp_path, body, extends="tiered-far-mini")))
     assert field in caught.value.field
     assert fix in str(caught.value)
 

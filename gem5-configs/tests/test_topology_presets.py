@@ -12,7 +12,7 @@ from pimcloud.topology.qemu import numa_args
 
 GiB = 1 << 30
 EXPECTED_PRESETS = {f"arch{i}" for i in range(1, 10)} | {
-    "paper", "mini", "scale-8x32", "scale-16x64", "tiered", "tiered-mini"}
+    "paper", "mini", "scale-8x32", "scale-16x64", "tiered", "tiered-mini", "tiered-far-mini"}
 
 
 def test_all_presets_are_shipped() -> None:
@@ -66,6 +66,36 @@ def test_paper_matches_table_one() -> None:
     # Stack 0 spans the hole: [0, 3G) and [4G, 9G); stack 1 follows.
     assert [(r.start, r.size) for r in nodes[1].ranges] == [(0, 3 * GiB), (4 * GiB, 5 * GiB)]
     assert [(r.start, r.size) for r in nodes[2].ranges] == [(9 * GiB, 8 * GiB)]
+
+
+def test_far_memory_is_a_cpu_less_node_beyond_the_host() -> None:
+    from pimcloud.components.plan import router_plan
+    from pimcloud.topology.acpi import build_hmat
+    from pimcloud.topology.interconnect import local_initiator
+    from pimcloud.topology.layout import slow_tier_node
+
+    t = load_topology("tiered-far-mini")
+    nodes = numa_nodes(t)
+    assert [(n.name, n.cpus, n.capacity) for n in nodes] == [
+        ("host", (0, 1), 1 * GiB), ("stack0", (2, 3), 1 * GiB), ("stack1", (4, 5), 1 * GiB),
+        ("far", (), 8 * GiB)]
+    assert slow_tier_node(t) == 3 and slow_tier_node(load_topology("tiered-mini")) == 0
+    # Every CPU reaches far memory through the host socket, and it is the farthest node.
+    assert [link.dst for link in path_between(t, "stack1", "far").links] == ["host", "far"]
+    cost = {(c.initiator_node, c.target_node): c.latency_ps for c in access_matrix(t)}
+    for cpu_node in (0, 1, 2):
+        assert cost[(cpu_node, 3)] == max(cost[(cpu_node, m)] for m in range(4))
+    assert cost[(0, 3)] - cost[(0, 0)] == 2 * t.far.link.latency
+    assert local_initiator(t, 3) == 0  # HMAT names the host as far memory's initiator
+    assert b"PIMCLD" in build_hmat(t).data
+    # The gem5 router gets a fourth location for far memory's controller.
+    plan = router_plan(t)
+    assert plan.num_locations == 4 and 3 in plan.target_locations
+    # QEMU: a node with memory and no CPUs.
+    args = numa_args(t)
+    assert "node,nodeid=3,memdev=mem3" in args
+    # A quick QEMU boot divides far memory too.
+    assert t.with_memory_divided(16).far.capacity == 512 << 20
 
 
 def test_remote_costs_more_than_local() -> None:

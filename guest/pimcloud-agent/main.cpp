@@ -3,7 +3,7 @@
 //   pimcloud-agent run --config agent.json [--duration-s N]   manage until SIGINT/SIGTERM
 //   pimcloud-agent check --config agent.json                  validate the config
 //   pimcloud-agent policies [--json]                          the policy plugins (and options)
-//   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] -- CMD ARGS...
+//   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--slow-node N] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
 #include <sys/mman.h>
@@ -42,7 +42,7 @@ int usage() {
                "usage: pimcloud-agent run --config FILE [--duration-s N]\n"
                "       pimcloud-agent check --config FILE\n"
                "       pimcloud-agent policies [--json]\n"
-               "       pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] -- CMD...\n"
+               "       pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--slow-node N] -- CMD...\n"
                "       pimcloud-agent numa-maps PID\n");
   return 2;
 }
@@ -78,7 +78,8 @@ int run(const std::vector<std::string>& args) {
   if (cfg->topology.fromSysfs) {
     std::string error;
     const auto nodes = readNodes(cfg->sysfsRoot, error);
-    const auto t = error.empty() ? topologyFromNodes(nodes, error) : std::nullopt;
+    const auto t =
+        error.empty() ? topologyFromNodes(nodes, error, cfg->engine.slowNode) : std::nullopt;
     if (!t) {
       std::fprintf(stderr, "%s: topology: %s\n", path.c_str(), error.c_str());
       return 2;
@@ -181,7 +182,8 @@ int exec(const std::vector<std::string>& args, char** argv, int argc) {
   }
   const int resident = std::atoi(option(args, "--resident", "1").c_str());
   const int stacks = std::atoi(option(args, "--stacks", "2").c_str());
-  const Status s = applyMemPolicy(memPolicyFor(*placement, resident, stacks));
+  const int slowNode = std::atoi(option(args, "--slow-node", "0").c_str());
+  const Status s = applyMemPolicy(memPolicyFor(*placement, resident, stacks, slowNode));
   if (!s.ok) {
     std::fprintf(stderr, "pimcloud-agent exec: %s\n", s.error.c_str());
     return 1;

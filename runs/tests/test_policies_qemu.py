@@ -119,6 +119,31 @@ def test_tiered_allocation_policies_and_the_agents_tiering(
                 assert on_stacks <= promoted * 1.01 + 8, (placement, on_stacks, promoted)
 
 
+def test_tiered_policies_with_the_slow_tier_on_a_cpu_less_node(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("tiered-far-qemu", {})
+    # Node 3 is far memory: it has no CPUs, and the agent's stacks are nodes 1-2 only.
+    kernel_policy = {"fast-preferred": "bind:1-3", "fast-always": "bind:1-2",
+                     "slow-preferred": "prefer:3", "slow-always": "bind:3"}
+    for placement, expected in kernel_policy.items():
+        results = runs / f"placement-{placement}" / "results"
+        policies, pages = _anon_policy_and_pages(results / "kvstore" / "numa_maps.last")
+        assert policies == {expected}, (placement, policies)
+        decisions = _lines(results / "decisions.jsonl")
+        promoted = sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
+                       if d["event"] == "promote" or (d["event"] == "migrate"
+                                                      and "promote" in str(d["reason"])))
+        on_stacks, far = pages.get(1, 0) + pages.get(2, 0), pages.get(3, 0)
+        # The host's DDR is not a tier: nothing of kvstore's lands there but what the
+        # kernel allocated before the policy (at most a few pages).
+        assert pages.get(0, 0) <= 0.02 * (on_stacks + far) + 8, (placement, pages)
+        if placement.startswith("fast"):
+            assert far <= 0.05 * on_stacks, (placement, pages)  # the stacks had room
+        else:
+            assert promoted > 0 and on_stacks > 0, (placement, pages, promoted)
+            assert far > 0, (placement, pages)
+
+
 def _file_pages_kib(meminfo: Path) -> dict[int, int]:
     """Each node's page cache (FilePages) from node-meminfo.start|end, in KiB."""
     found = re.findall(r"Node (\d+) FilePages:\s+(\d+) kB", meminfo.read_text())

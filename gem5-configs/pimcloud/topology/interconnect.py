@@ -1,8 +1,10 @@
 """The link model: who reaches which memory over which SerDes links, and at what cost.
 
-Locations are the host socket ("host", where a DDR tier also sits) and the stacks.
-The host has one link to every stack; stacks are joined by a full mesh, a ring or a
-chain of stack-to-stack links (a per-pair latency override replaces one link's latency).
+Locations are the host socket ("host", where a DDR tier also sits), the stacks, and far
+memory ("far") when the server has it. The host has one link to every stack and one to
+far memory; stacks are joined by a full mesh, a ring or a chain of stack-to-stack links
+(a per-pair latency override replaces one link's latency); far memory is reached through
+the host socket only.
 Routes are lowest-latency paths over these directed links; the gem5 router gets the
 same links and routes, so the tables and the simulation never disagree.
 A memory access pays the target DRAM's nominal latency plus the link latency both ways.
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from .errors import TopologyError
-from .layout import numa_nodes
-from .model import HOST_CLUSTER, DramTiming, Topology, stack_cluster
+from .layout import memory_owners, numa_nodes
+from .model import FAR_OWNER, HOST_CLUSTER, DramTiming, Topology, stack_cluster
 
 LOCAL_DISTANCE = 10
 MAX_DISTANCE = 254  # 255 means unreachable in the SLIT
@@ -60,8 +62,10 @@ def location_of(owner_or_cluster: str) -> str:
 
 
 def locations(topology: Topology) -> list[str]:
-    """Location 0 is the host socket (even without cores), then one per stack."""
-    return [HOST_CLUSTER] + [stack_cluster(s.index) for s in topology.stacks]
+    """Location 0 is the host socket (even without cores), then one per stack, then far
+    memory."""
+    far = [FAR_OWNER] if topology.far else []
+    return [HOST_CLUSTER] + [stack_cluster(s.index) for s in topology.stacks] + far
 
 
 def stack_neighbours(topology: Topology, a: int, b: int) -> bool:
@@ -88,7 +92,8 @@ def check_links(topology: Topology) -> None:
 
 @cache
 def directed_links(topology: Topology) -> tuple[DirectedLink, ...]:
-    """Host<->stack links for every stack, then stack<->stack links of the network."""
+    """Host<->stack links for every stack, then stack<->stack links of the network, then
+    host<->far memory."""
     result: list[DirectedLink] = []
 
     def add(src: str, dst: str, latency: int, bidirectional_bandwidth: int) -> None:
@@ -106,20 +111,29 @@ def directed_links(topology: Topology) -> tuple[DirectedLink, ...]:
             if stack_neighbours(topology, a, b):
                 add(stack_cluster(a), stack_cluster(b), overrides.get((a, b), ss.latency),
                     ss.bidirectional_bandwidth)
+    if topology.far:
+        far = topology.far.link
+        add(HOST_CLUSTER, FAR_OWNER, far.latency, far.bidirectional_bandwidth)
+        add(FAR_OWNER, HOST_CLUSTER, far.latency, far.bidirectional_bandwidth)
     return tuple(result)
 
 
 @cache
 def path_between(topology: Topology, a: str, b: str) -> Path:
     """Lowest-latency path between two locations ("host", "stack0", ...; "ddr" is at host).
-    Stack-to-stack traffic stays on stack links; it never detours through the host."""
+    Stack-to-stack traffic stays on stack links; it never detours through the host. Far
+    memory is one link beyond the host socket."""
     a, b = location_of(a), location_of(b)
     if a == b:
         return Path(())
+    if FAR_OWNER in (a, b) and HOST_CLUSTER not in (a, b):
+        return Path(path_between(topology, a, HOST_CLUSTER).links
+                    + path_between(topology, HOST_CLUSTER, b).links)
     if HOST_CLUSTER in (a, b):
         (link,) = [x for x in directed_links(topology) if (x.src, x.dst) == (a, b)]
         return Path((link,))
-    stack_links = [x for x in directed_links(topology) if HOST_CLUSTER not in (x.src, x.dst)]
+    stack_links = [x for x in directed_links(topology)
+                   if HOST_CLUSTER not in (x.src, x.dst)]
     best: dict[str, tuple[int, int, tuple[DirectedLink, ...]]] = {a: (0, 0, ())}
     frontier = [(0, 0, a)]
     while frontier:  # Dijkstra over a handful of stacks; ties go to fewer hops
@@ -139,6 +153,9 @@ def dram_of(topology: Topology, owner: str) -> DramTiming:
     if owner == "ddr":
         assert topology.ddr is not None
         return topology.ddr.dram
+    if owner == FAR_OWNER:
+        assert topology.far is not None
+        return topology.far.dram
     return topology.stacks[int(owner.removeprefix("stack"))].dram
 
 
@@ -158,8 +175,8 @@ def access_bandwidth(topology: Topology, initiator: str, owner: str) -> int:
 
 
 def _reference_latency_ps(topology: Topology) -> int:
-    owners = (["ddr"] if topology.ddr else []) + [stack_cluster(s.index) for s in topology.stacks]
-    return min(dram_of(topology, o).nominal_access_ps for o in owners)
+    return min(dram_of(topology, owner).nominal_access_ps
+               for owner, _ in memory_owners(topology))
 
 
 def slit_distances(topology: Topology) -> list[list[int]]:

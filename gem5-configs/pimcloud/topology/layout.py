@@ -1,9 +1,9 @@
 """What the guest sees: CPUs with APIC ids, NUMA nodes, the physical memory map, E820.
 
 NUMA numbering: node 0 is the host socket when it has cores or a DDR tier (memoryless
-otherwise), then one node per stack in order.  A PIM-only system (no host cores, no
-DDR) starts with stack 0 as node 0.  CPU ids, gem5 context ids and APIC ids are equal:
-host cores first, then each stack's PIM cores.
+otherwise), then one node per stack in order, then far memory's CPU-less node.  A PIM-only
+system (no host cores, no DDR) starts with stack 0 as node 0.  CPU ids, gem5 context ids
+and APIC ids are equal: host cores first, then each stack's PIM cores.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .errors import TopologyError
-from .model import HOST_CLUSTER, Cluster, MemoryRange, Topology, stack_cluster
+from .model import FAR_OWNER, HOST_CLUSTER, Cluster, MemoryRange, Topology, stack_cluster
 from .units import format_size
 
 GiB = 1 << 30
@@ -70,9 +70,11 @@ def _host_has_node(topology: Topology) -> bool:
 
 
 def memory_owners(topology: Topology) -> list[tuple[str, int]]:
-    """(owner, capacity) in address-map order: the DDR tier, then the stacks."""
+    """(owner, capacity) in address-map order: the DDR tier, the stacks, far memory."""
     owners = [("ddr", topology.ddr.capacity)] if topology.ddr else []
     owners += [(stack_cluster(s.index), s.capacity) for s in topology.stacks]
+    if topology.far:
+        owners.append((FAR_OWNER, topology.far.capacity))
     return owners
 
 
@@ -123,6 +125,8 @@ def _layout(topology: Topology) -> tuple[tuple[Cpu, ...], tuple[NumaNode, ...]]:
         add_node(HOST_CLUSTER, topology.host, "ddr" if ddr else None, ddr.capacity if ddr else 0)
     for stack in topology.stacks:
         add_node(stack.cluster.name, stack.cluster, stack.cluster.name, stack.capacity)
+    if topology.far:
+        add_node(FAR_OWNER, None, FAR_OWNER, topology.far.capacity)
     return tuple(cpus), tuple(nodes)
 
 
@@ -134,6 +138,12 @@ def cpus(topology: Topology) -> tuple[Cpu, ...]:
 def numa_nodes(topology: Topology) -> tuple[NumaNode, ...]:
     """Every NUMA node in id order."""
     return _layout(topology)[1]
+
+
+def slow_tier_node(topology: Topology) -> int:
+    """The node the tiered placements call slow: far memory's CPU-less node when the
+    server has one, else node 0 (the host socket's DDR tier)."""
+    return node_of_cluster(topology, FAR_OWNER) if topology.far else 0
 
 
 def node_of_cluster(topology: Topology, cluster: str) -> int:
@@ -169,7 +179,7 @@ def check_layout(topology: Topology) -> None:
                             f"x86 xAPIC ids are 8 bits: at most {MAX_APIC_ID + 1} CPUs "
                             "(0xFF is broadcast); use fewer cores")
     for owner, capacity in memory_owners(topology):
-        field = "ddr.capacity" if owner == "ddr" else "stacks.capacity"
+        field = {"ddr": "ddr.capacity", FAR_OWNER: "far.capacity"}.get(owner, "stacks.capacity")
         if capacity % RANGE_ALIGNMENT:
             raise TopologyError(src, field, format_size(capacity),
                                 "capacities must be whole multiples of 2MiB")

@@ -16,6 +16,8 @@ Hierarchy = Literal["deep", "shallow"]
 StackNetwork = Literal["full", "ring", "chain"]
 
 HOST_CLUSTER = "host"
+# The memory owner, location and NUMA node name of a far-memory tier.
+FAR_OWNER = "far"
 
 
 def stack_cluster(index: int) -> str:
@@ -136,6 +138,17 @@ class DdrTier:
 
 
 @dataclass(frozen=True)
+class FarTier:
+    """Far memory: a CPU-less NUMA node behind the host socket over its own link
+    (persistent memory or CXL-attached DRAM), the slow tier of seed 004's servers. It is
+    the last NUMA node; cores reach it through the host socket."""
+
+    capacity: int
+    dram: DramTiming
+    link: Link
+
+
+@dataclass(frozen=True)
 class MemoryRange:
     """An explicit physical range for one NUMA memory owner ("ddr", "stack0", ...)."""
 
@@ -164,6 +177,7 @@ class Topology:
     stack_pair_latency: tuple[tuple[int, int, int], ...] = ()
     explicit_ranges: tuple[MemoryRange, ...] = ()
     source: str = "<memory>"
+    far: FarTier | None = None
 
     @property
     def clusters(self) -> tuple[Cluster, ...]:
@@ -174,7 +188,8 @@ class Topology:
     @property
     def total_memory(self) -> int:
         ddr = self.ddr.capacity if self.ddr else 0
-        return ddr + sum(stack.capacity for stack in self.stacks)
+        far = self.far.capacity if self.far else 0
+        return ddr + far + sum(stack.capacity for stack in self.stacks)
 
     def with_memory_divided(self, divisor: int) -> Topology:
         """The same server with every capacity divided by ``divisor`` (for quick QEMU
@@ -183,5 +198,6 @@ class Topology:
             raise ValueError("memory divisor must be at least 1")
         stacks = tuple(replace(s, capacity=s.capacity // divisor) for s in self.stacks)
         ddr = replace(self.ddr, capacity=self.ddr.capacity // divisor) if self.ddr else None
+        far = replace(self.far, capacity=self.far.capacity // divisor) if self.far else None
         name = self.name if divisor == 1 else f"{self.name}-mem-div{divisor}"
-        return replace(self, stacks=stacks, ddr=ddr, explicit_ranges=(), name=name)
+        return replace(self, stacks=stacks, ddr=ddr, far=far, explicit_ranges=(), name=name)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ..checked import CheckedTable
 from .errors import TopologyError
 from .model import (
+    FAR_OWNER,
     HOST_CLUSTER,
     BranchPredictor,
     CacheHierarchy,
@@ -24,6 +25,7 @@ from .model import (
     CoreType,
     DdrTier,
     DramTiming,
+    FarTier,
     Link,
     MemoryRange,
     Stack,
@@ -148,10 +150,11 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
         ddr = DdrTier(ddr_table.quantity("capacity", parse_size),
                       _parse_dram(ddr_table.table("dram")))
         ddr_table.finish()
+    far = _parse_far(top.optional_table("far"))
 
     links = top.table("links") if stacks else top.optional_table("links")
     cpu_stack, stack_stack, network, pairs = _parse_links(links, len(stacks))
-    ranges = _parse_ranges(top, stacks, ddr)
+    ranges = _parse_ranges(top, stacks, ddr, far)
     top.finish()
 
     if host.cores == 0 and not any(s.cluster.cores for s in stacks):
@@ -165,7 +168,7 @@ def parse_topology(raw: dict[str, Any], source: str = "<memory>",
         name=name, description=description, host=host, stacks=stacks, ddr=ddr,
         cpu_stack_link=cpu_stack, stack_stack_link=stack_stack, stack_network=network,
         stack_pair_latency=tuple((a, b, ps) for (a, b), ps in sorted(pairs.items())),
-        explicit_ranges=ranges, source=source,
+        explicit_ranges=ranges, source=source, far=far,
     )
     # Derived-layout checks (APIC ids, the address map) raise TopologyError too.
     from .interconnect import check_links
@@ -278,6 +281,18 @@ def _parse_dram(table: _Table | None) -> DramTiming:
     return dram
 
 
+def _parse_far(table: _Table | None) -> FarTier | None:
+    """``[far]``: capacity, its DRAM and the link from the host socket."""
+    if table is None:
+        return None
+    capacity = table.quantity("capacity", parse_size)
+    dram = _parse_dram(table.table("dram"))
+    link, link_table = _parse_link(table, "link")
+    link_table.finish()
+    table.finish()
+    return FarTier(capacity, dram, link)
+
+
 def _parse_stacks(table: _Table | None, core_types: dict[str, CoreType]) -> tuple[Stack, ...]:
     assert table is not None
     count = table.integer("count", None, 0, 64)
@@ -341,12 +356,13 @@ def _parse_links(
     return cpu_stack, stack_stack, network, pairs
 
 
-def _parse_ranges(top: _Table, stacks: tuple[Stack, ...], ddr: DdrTier | None
-                  ) -> tuple[MemoryRange, ...]:
+def _parse_ranges(top: _Table, stacks: tuple[Stack, ...], ddr: DdrTier | None,
+                  far: FarTier | None) -> tuple[MemoryRange, ...]:
     table = top.optional_table("memory")
     if table is None:
         return ()
-    owners = (["ddr"] if ddr else []) + [stack_cluster(s.index) for s in stacks]
+    owners = ((["ddr"] if ddr else []) + [stack_cluster(s.index) for s in stacks]
+              + ([FAR_OWNER] if far else []))
     ranges = []
     for position, entry in enumerate(table.array("ranges")):
         item = _Table(top.source, f"memory.ranges[{position}]", entry)

@@ -54,6 +54,11 @@ def describe(topology: Topology) -> str:
                      f"{format_bandwidth(link.bidirectional_bandwidth)} both ways; stack-stack "
                      f"{format_time_ps(ss.latency)}, {format_bandwidth(ss.bidirectional_bandwidth)}"
                      f" ({topology.stack_network})")
+    if topology.far:
+        far = topology.far.link
+        lines.append(f"  links    host-far {format_time_ps(far.latency)}, "
+                     f"{format_bandwidth(far.bidirectional_bandwidth)} both ways "
+                     "(far memory: a CPU-less node)")
     lines += ["", f"NUMA nodes ({len(nodes)}; {len(cpus(topology))} CPUs, "
                   f"{format_size(topology.total_memory)} memory)"]
     lines.append(f"  {'node':<5}{'name':<8}{'cpus':<10}{'memory':<8}ranges")

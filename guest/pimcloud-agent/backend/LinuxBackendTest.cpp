@@ -74,6 +74,36 @@ TEST(Sysfs, MissingHostNodeIsAnErrorThatSaysWhatToDo) {
   EXPECT_NE(error.find("give the topology in the config"), std::string::npos);
 }
 
+// tiered-far-mini: 2 host CPUs, 2 stacks x 2 PIM CPUs, far memory on CPU-less node 3.
+std::map<int, NodeInfo> farMemoryNodes() {
+  std::map<int, NodeInfo> nodes;
+  nodes[0] = NodeInfo{0, {0, 1}, 1ULL << 30, 0};
+  nodes[1] = NodeInfo{1, {2, 3}, 1ULL << 30, 0};
+  nodes[2] = NodeInfo{2, {4, 5}, 1ULL << 30, 0};
+  nodes[3] = NodeInfo{3, {}, 8ULL << 30, 0};
+  return nodes;
+}
+
+TEST(Sysfs, FarMemoryNodeIsTheSlowTierNotAStack) {
+  std::string error;
+  const auto t = topologyFromNodes(farMemoryNodes(), error, 3);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->stacks, 2);
+  EXPECT_EQ(t->pimCores(), 4);
+  // Without saying so the far node is read as a third, memory-only stack.
+  const auto unsaid = topologyFromNodes(farMemoryNodes(), error, 0);
+  ASSERT_TRUE(unsaid) << error;
+  EXPECT_EQ(unsaid->stacks, 3);
+}
+
+TEST(Sysfs, SlowNodeThatIsAStackIsAnErrorThatSaysWhatToDo) {
+  std::string error;
+  EXPECT_FALSE(topologyFromNodes(farMemoryNodes(), error, 2));  // has CPUs, not the last
+  EXPECT_NE(error.find("set placement.slow_node"), std::string::npos) << error;
+  EXPECT_FALSE(topologyFromNodes(farMemoryNodes(), error, 7));  // no such node
+  EXPECT_NE(error.find("nodes are 0..3"), std::string::npos) << error;
+}
+
 TEST(ProcMaps, NumaMapsCountsPagesPerNodeWithPageSize) {
   const auto entries = parseNumaMaps(slurp(kFixtures + "/proc/4242/numa_maps"));
   ASSERT_EQ(entries.size(), 5U);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace pimcloud {
@@ -114,7 +115,8 @@ std::map<int, NodeInfo> readNodes(const std::string& sysfsRoot, std::string& err
   return nodes;
 }
 
-std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, std::string& error) {
+std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, std::string& error,
+                                          int farNode) {
   Topology t;
   int id = 0;
   auto host = nodes.find(0);
@@ -125,8 +127,18 @@ std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, 
   }
   for (int cpu : host->second.cpus) t.cores.push_back({id++, cpu, CoreType::Host, 0});
   t.stackBytes.push_back(0);
+  if (farNode > 0) {
+    const auto far = nodes.find(farNode);
+    if (far == nodes.end() || !far->second.cpus.empty() || far != std::prev(nodes.end())) {
+      error = "the slow node " + std::to_string(farNode) +
+              " is not a CPU-less node after the stacks; the kernel's nodes are 0.." +
+              std::to_string(nodes.rbegin()->first) + " (set placement.slow_node to 0 or to "
+              "the far-memory node)";
+      return std::nullopt;
+    }
+  }
   for (const auto& [node, info] : nodes) {
-    if (node == 0) continue;
+    if (node == 0 || node == farNode) continue;
     if (node != t.stacks + 1) {
       error = "NUMA node " + std::to_string(node) + " follows node " + std::to_string(t.stacks) +
               "; stacks must be numbered 1..M without gaps";

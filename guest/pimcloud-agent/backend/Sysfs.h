@@ -29,7 +29,9 @@ std::map<int, NodeInfo> readNodes(const std::string& sysfsRoot, std::string& err
 // "Node 1 MemFree:  123 kB" lines -> bytes of the given key.
 std::optional<std::uint64_t> meminfoBytes(const std::string& text, const std::string& key);
 // Topology from the nodes; nullopt (with error) if there is no host CPU or no stack.
-std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, std::string& error);
+// farNode > 0 names a CPU-less far-memory node after the stacks, which is not a stack.
+std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, std::string& error,
+                                          int farNode = 0);
 
 bool readFile(const std::string& path, std::string& out);
 

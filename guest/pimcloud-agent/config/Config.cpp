@@ -269,8 +269,10 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   if (j.contains("placement")) {
     const json& p = j["placement"];
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
-                                 "migration_chunk_pages", "tiering_pages", "tiering"});
+                                 "migration_chunk_pages", "tiering_pages", "tiering",
+                                 "slow_node"});
     c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);
+    c.number(p, "slow_node", "placement.slow_node", cfg.engine.slowNode, 0, 1023);
     c.named(p, "tiering", "placement.tiering", parseTieringMode,
             "\"promote\", \"heteroos-lru\" or \"heteroos-coordinated\"", cfg.engine.tiering);
     double budgetMs = 20;

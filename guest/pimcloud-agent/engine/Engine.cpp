@@ -527,12 +527,12 @@ void Engine::tier(std::int64_t tNs) {
     if (promote && roomiest > 0) {
       std::vector<std::uintptr_t> hot;
       const std::size_t room = (most - options_.reserveBytes) / options_.pageBytes;
-      for (const PageInfo& p : machine_->hotPages(rt.handle.pid, kSlowNode)) {
+      for (const PageInfo& p : machine_->hotPages(rt.handle.pid, options_.slowNode)) {
         if (hot.size() >= std::min(options_.tieringPages, room) || p.hotness == 0) break;
         if (queued.count(p.addr) == 0) hot.push_back(p.addr);
       }
       queueTierMove(tNs, id, rt, std::move(hot), roomiest, "promote",
-                    "hot pages of the slow tier (node " + std::to_string(kSlowNode) +
+                    "hot pages of the slow tier (node " + std::to_string(options_.slowNode) +
                         ") up to the stack with the most room");
     }
     if (lru) {
@@ -548,7 +548,7 @@ void Engine::tier(std::int64_t tNs) {
         if (it->hotness > 0) break;  // hottest first: from the end, the coldest
         if (queued.count(it->addr) == 0) cold.push_back(it->addr);
       }
-      queueTierMove(tNs, id, rt, std::move(cold), kSlowNode, "demote",
+      queueTierMove(tNs, id, rt, std::move(cold), options_.slowNode, "demote",
                     "fast-always: stack " + std::to_string(node) +
                         " short of twice its reserve; its cold pages down to the slow tier");
     }
@@ -580,7 +580,7 @@ void Engine::evictInactive(std::int64_t tNs, AppId id, const Runtime& rt,
     for (std::uintptr_t a : machine_->inactivePages(rt.handle.pid, node, options_.tieringPages)) {
       if (queued.count(a) == 0) heap.push_back(a);
     }
-    queueTierMove(tNs, id, rt, std::move(heap), kSlowNode, "evict",
+    queueTierMove(tNs, id, rt, std::move(heap), options_.slowNode, "evict",
                   why(node) + "inactive heap pages down to the slow tier",
                   {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)}});
   }
@@ -595,7 +595,7 @@ void Engine::evictInactive(std::int64_t tNs, AppId id, const Runtime& rt,
     for (const PageInfo& p : files.pages) {
       if (p.node == node) pages.push_back(p.addr);
     }
-    queueTierMove(tNs, id, rt, std::move(pages), kSlowNode, "evict-cache",
+    queueTierMove(tNs, id, rt, std::move(pages), options_.slowNode, "evict-cache",
                   why(node) + "inactive page-cache pages of its " + std::to_string(files.files) +
                       " open files down to the slow tier",
                   {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)},

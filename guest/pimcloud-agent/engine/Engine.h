@@ -59,6 +59,8 @@ struct EngineOptions {
   // with the most room, and under fast-always demote as many cold pages of a stack short
   // of twice the reserve to the slow tier. 0: no tiering (the allocation policy alone).
   std::size_t tieringPages = 0;
+  // The slow tier's node: 0 (the host node's DDR) or a CPU-less far-memory node.
+  int slowNode = kHostSlowNode;
   TieringMode tiering = TieringMode::Promote;
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };

@@ -648,14 +648,14 @@ TEST(EngineTiering, PromotesHotSlowPagesToTheRoomiestStackAtMostNAnInterval) {
   d.app("a", 1000, 400, 100);
   const int pid = 1000;  // the Driver's first pid
   d.machine.freeBytes = {{0, 1ULL << 30}, {1, 64ULL << 20}, {2, 256ULL << 20}};
-  d.pages(pid, kSlowNode, 20, 3, 0x100000);   // hot, on the slow tier
-  d.pages(pid, kSlowNode, 20, 0, 0x900000);   // cold, on the slow tier: stay
+  d.pages(pid, kHostSlowNode, 20, 3, 0x100000);   // hot, on the slow tier
+  d.pages(pid, kHostSlowNode, 20, 0, 0x900000);   // cold, on the slow tier: stay
   d.tick();
   auto on = [&](int node) { return d.machine.pagesPerNode(pid)[node]; };
   EXPECT_EQ(on(2), 8U);  // the stack with the most room, 8 pages an interval
   d.tick(3);
   EXPECT_EQ(on(2), 20U);  // every hot page, none of the cold ones
-  EXPECT_EQ(on(kSlowNode), 20U);
+  EXPECT_EQ(on(kHostSlowNode), 20U);
   EXPECT_GE(d.log.events().at("promote"), 3U);
   EXPECT_EQ(d.log.events().count("demote"), 0U);
 }
@@ -668,10 +668,42 @@ TEST(EngineTiering, FastAlwaysDemotesColdPagesOfAStackShortOfItsReserve) {
   d.pages(pid, 1, 5, 2, 0x100000);   // hot: stay
   d.pages(pid, 1, 30, 0, 0x900000);  // cold: down, 8 an interval
   d.tick();
-  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 8U);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kHostSlowNode], 8U);
   d.tick(5);
-  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 30U);
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kHostSlowNode], 30U);
   EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 5U);
+}
+
+// A slow tier on a CPU-less far-memory node (tiered-far-mini's node 3): the static
+// placements name it, and promotion and demotion use it, never node 0.
+TEST(TieredPlacement, FarMemoryNodeIsTheSlowTierOfEveryPlacement) {
+  const MemPolicySpec fastPreferred = memPolicyFor(StaticPlacement::FastPreferred, 1, 2, 3);
+  EXPECT_EQ(fastPreferred.mode, MemPolicySpec::Mode::Bind);  // preferred-many spills to 0
+  EXPECT_EQ(fastPreferred.nodes, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(memPolicyFor(StaticPlacement::FastAlways, 1, 2, 3).nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(memPolicyFor(StaticPlacement::SlowAlways, 1, 2, 3).nodes, std::vector<int>{3});
+  EXPECT_EQ(memPolicyFor(StaticPlacement::SlowPreferred, 1, 2, 3).nodes, std::vector<int>{3});
+  const MemPolicySpec hostDdr = memPolicyFor(StaticPlacement::FastPreferred, 1, 2);
+  EXPECT_EQ(hostDdr.mode, MemPolicySpec::Mode::PreferredMany);
+  EXPECT_EQ(hostDdr.nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(memPolicyFor(StaticPlacement::SlowAlways, 1, 2).nodes, std::vector<int>{0});
+}
+
+TEST(EngineTiering, PromotesFromAndDemotesToAFarMemoryNode) {
+  EngineOptions o = TieredDriver::options(StaticPlacement::FastAlways, TieringMode::Promote);
+  o.slowNode = 3;
+  testing::Driver d("default", {}, Topology::paper(), o);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;  // the Driver's first pid
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 1ULL << 20}, {2, 256ULL << 20}, {3, 8ULL << 30}};
+  for (std::size_t i = 0; i < 8; ++i) d.machine.pagesOf[pid].push_back({0x100000 + i * 4096, 3, 5});
+  for (std::size_t i = 0; i < 8; ++i) d.machine.pagesOf[pid].push_back({0x900000 + i * 4096, 1, 0});
+  d.tick(2);
+  auto on = [&](int node) { return d.machine.pagesPerNode(pid)[node]; };
+  EXPECT_EQ(on(2), 8U);  // hot far pages up to the roomiest stack (node 3 is not a stack)
+  EXPECT_EQ(on(3), 8U);  // stack 1's cold pages down to the far node
+  EXPECT_EQ(on(0), 0U);
+  EXPECT_EQ(on(1), 0U);
 }
 
 // Seed 002's HeteroOS-LRU: below its watermark (reserve 1 MiB + 2 x 8 pages), a stack
@@ -685,15 +717,15 @@ TEST(EngineTiering, HeteroOsLruEvictsInactiveHeapAndPageCachePagesOfAShortStack)
   d.machine.openFiles[pid] = 2;
   d.pages(pid, 1, 6, 5, 0x100000);    // active heap: stays
   d.pages(pid, 1, 12, 0, 0x900000);   // inactive heap: down, 8 an interval
-  d.pages(pid, kSlowNode, 10, 9, 0x2000000);  // hot on the slow tier: LRU alone never promotes
+  d.pages(pid, kHostSlowNode, 10, 9, 0x2000000);  // hot on the slow tier: LRU alone never promotes
   d.pages(cache, 1, 4, 0, 0x7000000);  // active page cache: stays
   d.pages(cache, 1, 10, 0, 0x7100000);  // inactive page cache: down
   d.pages(cache, 2, 3, 0, 0x7200000);   // inactive page cache on stack 2: down too
   for (int i = 0; i < 6; ++i) d.machine.activePages.insert(0x100000 + i * 4096);
   for (int i = 0; i < 4; ++i) d.machine.activePages.insert(0x7000000 + i * 4096);
   d.tick();
-  EXPECT_EQ(d.machine.pagesPerNode(pid)[kSlowNode], 10U + 8U);
-  EXPECT_EQ(d.machine.pagesPerNode(cache)[kSlowNode], 8U);  // 8 an interval, both stacks
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[kHostSlowNode], 10U + 8U);
+  EXPECT_EQ(d.machine.pagesPerNode(cache)[kHostSlowNode], 8U);  // 8 an interval, both stacks
   // One scan of the app's files an interval for every short stack: a second would drop
   // the mapping the first one's pages are queued in.
   EXPECT_EQ(d.machine.fileScans, 1);
@@ -724,7 +756,7 @@ TEST(EngineTiering, HeteroOsCoordinatedAlsoPromotesHotSlowPages) {
   const int pid = 1000;
   d.machine.freeBytes = {{0, 1ULL << 30}, {1, 1ULL << 20}, {2, 256ULL << 20}};
   d.pages(pid, 1, 8, 0, 0x900000);           // inactive on the short stack
-  d.pages(pid, kSlowNode, 8, 9, 0x2000000);  // hot on the slow tier
+  d.pages(pid, kHostSlowNode, 8, 9, 0x2000000);  // hot on the slow tier
   d.tick(2);
   EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 0U);
   EXPECT_EQ(d.machine.pagesPerNode(pid)[2], 8U);  // up to the stack with room
@@ -744,9 +776,9 @@ TEST(EngineTiering, NothingMovesWithoutATieredPlacement) {
   TieredDriver d(StaticPlacement::FirstTouch);
   d.app("a", 1000, 400, 100);
   d.machine.freeBytes = {{0, 1ULL << 30}, {1, 256ULL << 20}, {2, 256ULL << 20}};
-  d.pages(1000, kSlowNode, 20, 3, 0x100000);
+  d.pages(1000, kHostSlowNode, 20, 3, 0x100000);
   d.tick(3);
-  EXPECT_EQ(d.machine.pagesPerNode(1000)[kSlowNode], 20U);
+  EXPECT_EQ(d.machine.pagesPerNode(1000)[kHostSlowNode], 20U);
   EXPECT_EQ(d.log.events().count("promote"), 0U);
 }
 

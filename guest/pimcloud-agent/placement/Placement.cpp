@@ -33,7 +33,8 @@ const char* toString(StaticPlacement placement) {
   return "?";
 }
 
-MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks) {
+MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks,
+                           int slowNode) {
   MemPolicySpec spec;
   switch (placement) {
     case StaticPlacement::FirstTouch:
@@ -52,12 +53,19 @@ MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int sta
       spec.mode = placement == StaticPlacement::FastAlways ? MemPolicySpec::Mode::Bind
                                                            : MemPolicySpec::Mode::PreferredMany;
       for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      // With a far node, preferred-many would spill to node 0 (the allocating CPU's
+      // zonelist) before it; binding to the stacks and the far node keeps that order
+      // (the far node is the farthest from every CPU) and leaves node 0 out.
+      if (placement == StaticPlacement::FastPreferred && slowNode != kHostSlowNode) {
+        spec.mode = MemPolicySpec::Mode::Bind;
+        spec.nodes.push_back(slowNode);
+      }
       break;
     case StaticPlacement::SlowPreferred:
     case StaticPlacement::SlowAlways:
       spec.mode = placement == StaticPlacement::SlowAlways ? MemPolicySpec::Mode::Bind
                                                            : MemPolicySpec::Mode::Preferred;
-      spec.nodes = {kSlowNode};
+      spec.nodes = {slowNode};
       break;
   }
   return spec;

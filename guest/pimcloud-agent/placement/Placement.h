@@ -21,13 +21,16 @@ namespace pimcloud {
 //  IL: interleaved over every stack.
 // Tiered allocation (seed 004, "Allocation Policies Matter for Hybrid Memory Systems"), the
 // fast tier being the stacks (nodes 1..M) and the slow tier the capacity DDR of node 0
-// (the `tiered` preset): its DRAM-Preferred, DRAM-Always, PM-Preferred and PM-Always.
-//  fast-preferred: the stacks first, node 0 when they are full (MPOL_PREFERRED_MANY).
-//  fast-always:    the stacks only (MPOL_BIND); the agent demotes cold pages to node 0
-//                  when a stack runs short (EngineOptions::tiering).
-//  slow-preferred: node 0 first, the stacks when it is full (MPOL_PREFERRED).
-//  slow-always:    node 0 only (MPOL_BIND): the kernel's OOM killer ends a service that
-//                  outgrows it, as the paper warns; the run says so.
+// (the `tiered` preset) or a CPU-less far-memory node after the stacks (`tiered-far-mini`):
+// its DRAM-Preferred, DRAM-Always, PM-Preferred and PM-Always.
+//  fast-preferred: the stacks first, the slow node when they are full (MPOL_PREFERRED_MANY
+//                  with node 0 slow; with a far node, MPOL_BIND to the stacks and the far
+//                  node, whose zonelist order is the same and never spills to node 0).
+//  fast-always:    the stacks only (MPOL_BIND); the agent demotes cold pages to the slow
+//                  node when a stack runs short (EngineOptions::tiering).
+//  slow-preferred: the slow node first, then the kernel's fallback order (MPOL_PREFERRED).
+//  slow-always:    the slow node only (MPOL_BIND): the kernel's OOM killer ends a service
+//                  that outgrows it, as the paper warns; the run says so.
 enum class StaticPlacement {
   FirstTouch, Concentrated, Interleave, FastPreferred, FastAlways, SlowPreferred, SlowAlways
 };
@@ -36,7 +39,7 @@ enum class StaticPlacement {
 std::optional<StaticPlacement> parseStaticPlacement(const std::string& name);
 const char* toString(StaticPlacement placement);
 bool isTiered(StaticPlacement placement);
-inline constexpr int kSlowNode = 0;  // the capacity tier: the host node's DDR
+inline constexpr int kHostSlowNode = 0;  // the default slow tier: the host node's DDR
 
 struct MemPolicySpec {
   enum class Mode { Default, Preferred, Interleave, Bind, PreferredMany };
@@ -44,7 +47,9 @@ struct MemPolicySpec {
   std::vector<int> nodes;
 };
 
-MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks);
+// slowNode: 0 (the host node's DDR) or a far-memory node numbered after the stacks.
+MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks,
+                           int slowNode = kHostSlowNode);
 
 // Pages of one thread to send to a remote stack: its share of the app's pages on the
 // resident stack (Linux cannot tell which thread owns a page, so a thread's share is
