@@ -15,6 +15,11 @@ Two views:
 - :func:`memory_latency_by_target` reads the memory controllers' own per-requester
   totals (``requestorReadTotalLat`` / ``requestorReadAccesses``): the time from the
   controller's point of view, one row per requester and controller (target).
+- :func:`device_memory_latency` reads the board's hardware counters (scons-extra
+  PimCounters, ``cpuMisses`` / ``cpuOutstandingTicks``): what the guest's driver
+  answers for a CPU over one dump, timed where requests reach memory (past the caches
+  and the cluster's crossbar), so without the cache lookups that ``c_cache`` adds.
+- :func:`memory_bandwidth` sums what every memory controller read and wrote per dump.
 """
 
 from __future__ import annotations
@@ -129,6 +134,51 @@ def estimate_by_cache(stats: pd.DataFrame, names: StatNames,
                                      "outstanding_cycles", "frequency_hz", "latency_ns",
                                      "c_cache_cycles"])
     return pd.concat(frames, ignore_index=True)
+
+
+def device_memory_latency(stats: pd.DataFrame, counters: str) -> pd.DataFrame:
+    """Per dump (and run) and CPU: the hardware counters' reads that reached memory
+    (``misses``), the ticks they were outstanding, and their mean in ns. ``counters`` is
+    the device's statistics prefix (``StatNames.counters``); no rows without it."""
+    keys = _keys(stats)
+    names = {f"{counters}.cpuMisses": "misses",
+             f"{counters}.cpuOutstandingTicks": "outstanding_ticks"}
+    wanted = stats[stats["stat"].isin(list(names)) & (stats["subname"] != "total")]
+    if wanted.empty:
+        return pd.DataFrame(columns=[*keys, "cpu", "misses", "outstanding_ticks", "memory_ns"])
+    table = wanted.pivot_table(index=[*keys, "subname"], columns="stat", values="value",
+                               observed=True, aggfunc="first").rename(columns=names)
+    table = table.reset_index().rename(columns={"subname": "cpu"})
+    table["cpu"] = table["cpu"].astype(str).astype(int)
+    freq = _per_dump(stats, "simFreq", keys).rename("sim_freq").reset_index()
+    table = table.merge(freq, on=keys, how="left") if len(freq) else \
+        table.assign(sim_freq=DEFAULT_SIM_FREQ)
+    table["sim_freq"] = table["sim_freq"].fillna(DEFAULT_SIM_FREQ)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["memory_ns"] = np.where(table["misses"] > 0, table["outstanding_ticks"]
+                                      / table["misses"] / table["sim_freq"] * 1e9, np.nan)
+    table.columns.name = None
+    return table[[*keys, "cpu", "misses", "outstanding_ticks", "memory_ns"]]
+
+
+def memory_bandwidth(stats: pd.DataFrame, controllers: tuple[str, ...]) -> pd.DataFrame:
+    """Per dump (and run): bytes every controller in ``controllers`` (``StatNames.
+    controllers``) read and wrote for the system, the dump's simulated seconds, and GB/s."""
+    keys = _keys(stats)
+    read = stats["stat"].isin([f"{c}.bytesReadSys" for c in controllers])
+    written = stats["stat"].isin([f"{c}.bytesWrittenSys" for c in controllers])
+    rows = stats[(read | written) & (stats["subname"] == "")].assign(
+        field=np.where(read[read | written], "read_bytes", "written_bytes"))
+    table = rows.pivot_table(index=keys, columns="field", values="value", aggfunc="sum",
+                             observed=True)
+    table = table.reindex(columns=["read_bytes", "written_bytes"], fill_value=0.0)
+    seconds = stats.groupby(keys, observed=True)["sim_seconds"].first()
+    table = table.join(seconds, how="left").reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["gbps"] = np.where(table["sim_seconds"] > 0, (table["read_bytes"]
+                                 + table["written_bytes"]) / table["sim_seconds"] / 1e9, np.nan)
+    table.columns.name = None
+    return table[[*keys, "read_bytes", "written_bytes", "sim_seconds", "gbps"]]
 
 
 def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:

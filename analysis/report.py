@@ -473,11 +473,28 @@ def _stats_section(campaign: Campaign) -> Section:
         mean = target.groupby(["run_id", "target", "requester"], observed=True).agg(
             accesses=("accesses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
         section.tables.append(("memory read latency by requester and target", mean))
-    estimates = []
+    estimates, device, bandwidth = [], [], []
     for run_id, topology in _topologies(campaign).items():
         names = stat_names(topology)
-        estimates.append(memlat.estimate_by_cache(stats[stats["run_id"] == run_id], names))
+        own = stats[stats["run_id"] == run_id]
+        estimates.append(memlat.estimate_by_cache(own, names))
+        device.append(memlat.device_memory_latency(own, names.counters))
+        bandwidth.append(memlat.memory_bandwidth(own, names.controllers))
+    bandwidth = [b for b in bandwidth if len(b)]
+    if bandwidth:
+        total = pd.concat(bandwidth).groupby("run_id", observed=True).agg(
+            read_bytes=("read_bytes", "sum"), written_bytes=("written_bytes", "sum"),
+            simulated_s=("sim_seconds", "sum")).reset_index()
+        total["gbps"] = (total["read_bytes"] + total["written_bytes"]) / total["simulated_s"] / 1e9
+        section.tables.append(("memory traffic per run (every controller, GB/s over the "
+                               "simulated time of the dumps)", total))
     estimates = [e for e in estimates if len(e)]
+    device = [d for d in device if len(d)]
+    if estimates and device:
+        section.tables.append(("memory latency per core: the hardware counters (c_cache + "
+                               "their mean outstanding time past the caches) beside gem5's "
+                               "own estimate at the core's last-level cache",
+                               _counters_beside_gem5(pd.concat(estimates), pd.concat(device))))
     if estimates:
         est = pd.concat(estimates).groupby(["run_id", "cache", "cluster", "cpu"],
                                            observed=True).agg(
@@ -488,6 +505,28 @@ def _stats_section(campaign: Campaign) -> Section:
                                "(runtime estimate from outstanding-miss cycles, Shen and "
                                "Li, MEMSYS 2020; each cache on its cluster's clock)", est))
     return section
+
+
+def _counters_beside_gem5(estimates: pd.DataFrame, device: pd.DataFrame) -> pd.DataFrame:
+    """Per run and CPU over the whole run: the counters' estimate (the cache lookups of
+    gem5's estimate plus the counters' mean time past the caches) and gem5's estimate."""
+    gem5 = estimates.dropna(subset=["cpu"]).assign(
+        ticks=lambda t: t["latency_ns"].fillna(0) * t["misses"]).groupby(
+        ["run_id", "cpu"], observed=True).agg(
+        c_cache_ns=("c_cache_cycles", "first"), frequency_hz=("frequency_hz", "first"),
+        gem5_misses=("misses", "sum"), gem5_weighted=("ticks", "sum")).reset_index()
+    gem5["c_cache_ns"] = gem5["c_cache_ns"] / gem5["frequency_hz"] * 1e9
+    gem5["gem5_estimate_ns"] = gem5["gem5_weighted"] / gem5["gem5_misses"]
+    hw = device.assign(weighted=lambda t: t["memory_ns"].fillna(0) * t["misses"]).groupby(
+        ["run_id", "cpu"], observed=True).agg(
+        counter_misses=("misses", "sum"), weighted=("weighted", "sum")).reset_index()
+    hw["past_caches_ns"] = hw["weighted"] / hw["counter_misses"]
+    table = gem5.merge(hw, on=["run_id", "cpu"], how="inner")
+    table = table[(table["counter_misses"] > 0) & (table["gem5_misses"] > 0)]
+    table["counters_estimate_ns"] = table["c_cache_ns"] + table["past_caches_ns"]
+    table["difference"] = table["counters_estimate_ns"] / table["gem5_estimate_ns"] - 1
+    return table[["run_id", "cpu", "counter_misses", "gem5_misses", "c_cache_ns",
+                  "past_caches_ns", "counters_estimate_ns", "gem5_estimate_ns", "difference"]]
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:

@@ -222,7 +222,27 @@ def latency_breakdown(stats: Any, dump: int, point: ProbePoint, topology: Topolo
     if link_ns is not None and controller_ns is not None:
         on_chip_ns = ns_per_load - link_ns - controller_ns
     return {"link_ns": link_ns, "controller_ns": controller_ns, "on_chip_ns": on_chip_ns,
-            "row_hit_rate": hits / bursts if hits is not None and bursts else None}
+            "row_hit_rate": hits / bursts if hits is not None and bursts else None,
+            **counters_estimate(stats, dump, point, topology)}
+
+
+def counters_estimate(stats: Any, dump: int, point: ProbePoint, topology: Topology
+                      ) -> dict[str, float | None]:
+    """Seed 003's estimate from the board's hardware counters for one point's CPU:
+    ``counters_ns``, the mean time its reads stayed outstanding past the caches (the
+    counters' statistics, what the guest's driver reads over the dump), and
+    ``counters_estimate_ns``, that plus the cache lookups down to its last level
+    (``c_cache``), to set beside the measured load-to-use time. None without counters."""
+    board = stat_names(topology)
+    cpu = str(point.cpu)
+    misses = _dump_sum(stats, dump, [f"{board.counters}.cpuMisses"], cpu)
+    ticks = _dump_sum(stats, dump, [f"{board.counters}.cpuOutstandingTicks"], cpu)
+    if not misses or ticks is None:
+        return {"counters_ns": None, "counters_estimate_ns": None}
+    frequency = next(c.frequency_hz for c in cpus(topology) if c.cpu_id == point.cpu)
+    c_cache_ns = board.last_level_cache(point.cpu).lookup_cycles / frequency * 1e9
+    counters_ns = ticks / misses / 1e3
+    return {"counters_ns": counters_ns, "counters_estimate_ns": c_cache_ns + counters_ns}
 
 
 def probe_results(points: list[ProbePoint], guest_output: Path,
@@ -279,7 +299,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
     header = (f"{'kind':<11} {'pattern':<9} {'cpu':>4} {'node':>4} {'buffer':>8} {'gem5 ns':>8} "
               f"{'guest ns':>9} {'on-chip':>8} {'links':>6} {'ctrl':>6} {'row hit':>7} "
-              f"{'outer hit':>9} {'on node':>8} {'huge':>4}")
+              f"{'outer hit':>9} {'on node':>8} {'huge':>4} {'hw est':>7}")
     lines = [header]
     for row in rows:
         hit, row_hit = row.get("outer_cache_hit_ratio"), row.get("row_hit_rate")
@@ -291,5 +311,6 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             f" {'-' if row_hit is None else f'{row_hit:.2f}':>7}"
             f" {'-' if hit is None else f'{hit:.3f}':>9} "
             f"{row['pages_on_node']:>3}/{row['pages_checked']:<4} "
-            f"{'yes' if row.get('huge_pages') else 'no':>4}")
+            f"{'yes' if row.get('huge_pages') else 'no':>4}"
+            f" {ns(row.get('counters_estimate_ns')):>7}")
     return "\n".join(lines)

@@ -125,6 +125,8 @@ PimCounters::responseLeaving(PacketPtr pkt, Tick leave)
     if (it == outstanding.end())
         return;
     device.missCounters().record(it->second.cpu, leave - it->second.since);
+    ++stats.cpuMisses[it->second.cpu];
+    stats.cpuOutstandingTicks[it->second.cpu] += leave - it->second.since;
     outstanding.erase(it);
 }
 
@@ -235,7 +237,14 @@ PimCounters::CounterStats::CounterStats(PimCounters &owner)
       ADD_STAT(throttledRequests, statistics::units::Count::get(),
                "CPU requests the bandwidth throttle delayed"),
       ADD_STAT(throttleDelay, statistics::units::Tick::get(),
-               "Total ticks the throttle held requests back")
-{}
+               "Total ticks the throttle held requests back"),
+      ADD_STAT(cpuMisses, statistics::units::Count::get(),
+               "Reads of each CPU that reached memory and were answered (by CPU id)"),
+      ADD_STAT(cpuOutstandingTicks, statistics::units::Tick::get(),
+               "Ticks those reads were outstanding past the caches (by CPU id)")
+{
+    cpuMisses.init(owner.device.numCpus());
+    cpuOutstandingTicks.init(owner.device.numCpus());
+}
 
 } // namespace gem5

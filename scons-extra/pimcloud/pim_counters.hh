@@ -51,6 +51,10 @@ class PimCounters : public BasicPioDevice
         statistics::Scalar queries;
         statistics::Scalar throttledRequests;
         statistics::Scalar throttleDelay;
+        // The per-CPU miss counters again, as statistics: each stats dump then holds
+        // what the guest would read over that interval (seed 003's r_total, sum r_t).
+        statistics::Vector cpuMisses;
+        statistics::Vector cpuOutstandingTicks;
     };
 
     // The CPU a packet comes from, or kNoCpu (a cache's own writeback, a device).

@@ -91,6 +91,8 @@ board.memory.mem_ctrls0.requestorReadTotalLat::processor.detailed_cores00.core.d
 board.memory.mem_ctrls0.requestorReadTotalLat::processor.detailed_cores00.core.inst 300000
 board.memory.mem_ctrls0.dram.readBursts   1000   # bursts (Count)
 board.memory.mem_ctrls0.dram.readRowHits   250   # row hits (Count)
+board.counters.cpuMisses::0   {misses}   # reads (Count)
+board.counters.cpuOutstandingTicks::0   {ticks}   # ticks (Tick)
 
 ---------- End Simulation Statistics   ----------
 """
@@ -105,9 +107,9 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     }) + "\n" for i, p in enumerate(points)))
     stats = tmp_path / "stats.txt"
     # Two probe dumps, then the one gem5 writes at exit.
-    stats.write_text(STATS_DUMP.format(seconds=65e-6, hits=100, misses=900)
-                     + STATS_DUMP.format(seconds=66e-6, hits=50, misses=950)
-                     + STATS_DUMP.format(seconds=1.0, hits=0, misses=1))
+    stats.write_text(STATS_DUMP.format(seconds=65e-6, hits=100, misses=900, ticks=900 * 40000)
+                     + STATS_DUMP.format(seconds=66e-6, hits=50, misses=950, ticks=0)
+                     + STATS_DUMP.format(seconds=1.0, hits=0, misses=1, ticks=0))
     rows = probe_results(points, guest, stats)
     assert [round(r["gem5_ns_per_load"], 3) for r in rows] == [65.0, 66.0]
     assert "link_ns" not in rows[0]  # a breakdown needs the topology
@@ -118,6 +120,10 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     controller_ns = 30.0 + (dram.frontend_latency + dram.backend_latency) / 1e3
     assert host_to_node1["link_ns"] == pytest.approx(8.4)
     assert host_to_node1["controller_ns"] == pytest.approx(controller_ns)
+    # The counters: 40 ns past the caches, plus the host's L1 + L2 + L3 lookups (40 cycles
+    # at 2.4 GHz).
+    assert host_to_node1["counters_ns"] == pytest.approx(40.0)
+    assert host_to_node1["counters_estimate_ns"] == pytest.approx(40.0 + 40 / 2.4)
     assert host_to_node1["on_chip_ns"] == pytest.approx(65.0 - 8.4 - controller_ns)
     assert host_to_node1["row_hit_rate"] == pytest.approx(0.25)
     assert [r["outer_cache_hit_ratio"] for r in rows] == [0.1, 0.05]

@@ -58,6 +58,7 @@ class StatNames:
     # (divided memory changes how many ranges, and so controllers, there are).
     controllers: tuple[str, ...]
     router: str = f"{MEMORY}.router"  # the scons-extra PimLinkRouter
+    counters: str = f"{BOARD_NAME}.counters"  # the scons-extra PimCounters, when present
 
     def last_level_cache(self, cpu_id: int) -> CacheStats:
         """The cache a CPU's data misses leave the cluster through: its cluster's shared
