@@ -6,6 +6,7 @@ Needs GEM5 pointing at a gem5 built with this checkout's scons-extra (PimCounter
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -67,3 +68,81 @@ def test_hot_page_call_finds_a_known_hot_set_with_its_types(
     cpus = [line.split() for line in (results / "cpus.txt").read_text().splitlines()]
     host = next(c for c in cpus if int(c[0]) == answer["host_cpu"])
     assert int(host[1]) > 0 and int(host[2]) > 0  # misses and their outstanding cycles
+
+
+def test_counters_latency_estimate_beside_the_measured_load_to_use_time(
+        counters_boot: tuple[Gem5Inputs, Path], tmp_path: Path) -> None:
+    """Seed 003's estimate from the counters (c_cache + their mean time past the caches)
+    against memprobe's load-to-use time for host and PIM cores, local and remote."""
+    from pimcloud.topology import load_topology
+    from pimcloud.workloads.memprobe import format_table, probe_results, write_scenario
+
+    inputs, folder = counters_boot
+    topology = load_topology(inputs.topology).with_memory_divided(inputs.mem_divisor)
+    points = write_scenario(tmp_path / "scenario", topology, loads=20_000,
+                            patterns=("random",))
+    run = restore(inputs, folder, tmp_path / "scenario", tmp_path / "run", fast_forward=True,
+                  max_seconds=1.0)
+    assert run.ok, run.problems
+    rows = probe_results(points, tmp_path / "run" / "results" / "memprobe.jsonl",
+                         tmp_path / "run" / "m5out" / "stats.txt", topology)
+    print(format_table(rows))
+    for row in rows:
+        assert row["counters_estimate_ns"] is not None, row
+        # The counters see every read the chase sends to memory; most loads miss.
+        gap = row["counters_estimate_ns"] / row["gem5_ns_per_load"] - 1
+        print(f"{row['kind']:<11} cpu {row['cpu']} -> node {row['node']}: estimate "
+              f"{row['counters_estimate_ns']:.1f} ns, load-to-use {row['gem5_ns_per_load']:.1f}"
+              f" ns ({gap:+.1%})")
+        assert abs(gap) <= 0.15, row
+
+
+THROTTLE_SCENARIO = """#!/bin/sh
+export PATH="/opt/pimcloud/bin:/sbin:/usr/sbin:/bin:/usr/bin:$PATH"
+R="$PIMCLOUD_RESULTS"
+taskset -pc {other} $$ > /dev/null   # this shell's polling stays off the measured core
+m5 switchcpu
+for level in {levels}; do
+  pimcloud-hw throttle {cpu} $level > "$R/throttle-$level.txt" 2>&1
+  taskset -c {cpu} pimcloud-be membw --threads 1 --mib 2 --interval-ms 1 \\
+      --stats-file "$R/membw-$level.jsonl" > /dev/null &
+  job=$!
+  # Measure after the set-up (the first line) and one more interval, for two intervals.
+  until [ "$(cat "$R/membw-$level.jsonl" 2>/dev/null | wc -l)" -ge 2 ]; do :; done
+  m5 resetstats
+  until [ "$(cat "$R/membw-$level.jsonl" | wc -l)" -ge 4 ]; do :; done
+  m5 dumpstats
+  kill $job; wait $job
+done
+pimcloud-hw throttle {cpu} 0 > /dev/null
+"""
+
+
+def test_throttle_levels_lower_a_membw_jobs_bandwidth(
+        counters_boot: tuple[Gem5Inputs, Path], tmp_path: Path) -> None:
+    """A membw job on a host core at five throttle levels: the controllers' traffic
+    in each level's stats dump falls as the level rises."""
+    from pimcloud.analysis.memlat import memory_bandwidth
+    from pimcloud.components.stat_names import stat_names
+    from pimcloud.stats_file import parse_stats
+    from pimcloud.topology import load_topology
+
+    inputs, folder = counters_boot
+    levels = [0, 1, 2, 4, 9]
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "run.sh").write_text(THROTTLE_SCENARIO.format(
+        levels=" ".join(map(str, levels)), cpu=0, other=1))
+    run = restore(inputs, folder, scenario, tmp_path / "run", fast_forward=True,
+                  max_seconds=1.0)
+    assert run.ok, run.problems
+    topology = load_topology(inputs.topology).with_memory_divided(inputs.mem_divisor)
+    stats = parse_stats(tmp_path / "run" / "m5out" / "stats.txt").stats
+    traffic = memory_bandwidth(stats, stat_names(topology).controllers)
+    gbps = traffic["gbps"].tolist()[:len(levels)]  # gem5 adds a dump at exit
+    results = tmp_path / "run" / "results"
+    for level, value in zip(levels, gbps, strict=True):
+        answer = (results / f"throttle-{level}.txt").read_text()
+        assert answer.startswith("ok cpu 0 throttle"), answer
+        print(f"throttle level {level}: {value:.2f} GB/s at the controllers")
+    assert all(a > b for a, b in itertools.pairwise(gbps)), gbps
