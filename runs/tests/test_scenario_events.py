@@ -55,6 +55,19 @@ def test_a_fill_at_time_zero_is_done_before_the_start_signal() -> None:
     assert script.index("grep -q filled", hog) < start
 
 
+def test_a_fill_at_time_zero_is_set_up_on_the_atomic_cores_in_gem5() -> None:
+    raw = spec_with([{"at": "0s", "kind": "fill", "stack": 2, "free": "100MiB"}])
+    raw["system"] = {"backend": "gem5"}
+    with_checkpoint = parse_spec(raw).runs()[0]
+    raw["gem5"] = {"app_checkpoint": False}
+    without = parse_spec(raw).runs()[0]
+    for script in (run_part_script(with_checkpoint), run_script(without, "gem5")):
+        hog = script.index("pimcloud-memhog --node 2 --free-mib 100")
+        switch = script.index("switching to the detailed cores")
+        assert script.index("grep -q filled", hog) < switch < script.index(
+            "mv /run/pimcloud/start-")
+
+
 def test_an_app_that_exits_before_it_arrives_is_refused() -> None:
     with pytest.raises(SpecError, match="exits before it arrives"):
         parse_spec(spec_with([{"at": "500ms", "kind": "arrive", "app": "imgdnn"},
