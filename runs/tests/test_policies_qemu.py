@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -92,11 +92,10 @@ def _anon_policy_and_pages(numa_maps: Path) -> tuple[set[str], dict[int, int]]:
     return policies, pages
 
 
-def test_tiered_allocation_policies_and_the_agents_tiering(
-        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
-    runs = run_shipped_qemu("tiered-qemu", {})
-    kernel_policy = {"fast-preferred": "prefer (many):1-2", "fast-always": "bind:1-2",
-                     "slow-preferred": "prefer:0", "slow-always": "bind:0"}
+def _tiered_runs(runs: Path, kernel_policy: dict[str, str]
+                 ) -> Iterator[tuple[str, dict[int, int], int]]:
+    """Each placement's run, checked to have run kvstore under the kernel policy given:
+    (placement, kvstore's pages per node, pages the agent's log booked as promoted)."""
     for placement, expected in kernel_policy.items():
         results = runs / f"placement-{placement}" / "results"
         policies, pages = _anon_policy_and_pages(results / "kvstore" / "numa_maps.last")
@@ -105,6 +104,15 @@ def test_tiered_allocation_policies_and_the_agents_tiering(
         promoted = sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
                        if d["event"] == "promote" or (d["event"] == "migrate"
                                                       and "promote" in str(d["reason"])))
+        yield placement, pages, promoted
+
+
+def test_tiered_allocation_policies_and_the_agents_tiering(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("tiered-qemu", {})
+    for placement, pages, promoted in _tiered_runs(runs, {
+            "fast-preferred": "prefer (many):1-2", "fast-always": "bind:1-2",
+            "slow-preferred": "prefer:0", "slow-always": "bind:0"}):
         on_stacks = pages.get(1, 0) + pages.get(2, 0)
         if placement.startswith("fast"):
             # The stacks have room for all of kvstore: nothing on the slow tier to promote.
@@ -123,16 +131,9 @@ def test_tiered_policies_with_the_slow_tier_on_a_cpu_less_node(
         run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
     runs = run_shipped_qemu("tiered-far-qemu", {})
     # Node 3 is far memory: it has no CPUs, and the agent's stacks are nodes 1-2 only.
-    kernel_policy = {"fast-preferred": "bind:1-3", "fast-always": "bind:1-2",
-                     "slow-preferred": "prefer:3", "slow-always": "bind:3"}
-    for placement, expected in kernel_policy.items():
-        results = runs / f"placement-{placement}" / "results"
-        policies, pages = _anon_policy_and_pages(results / "kvstore" / "numa_maps.last")
-        assert policies == {expected}, (placement, policies)
-        decisions = _lines(results / "decisions.jsonl")
-        promoted = sum(int(d["pages_moved"]) for d in decisions  # type: ignore[call-overload]
-                       if d["event"] == "promote" or (d["event"] == "migrate"
-                                                      and "promote" in str(d["reason"])))
+    for placement, pages, promoted in _tiered_runs(runs, {
+            "fast-preferred": "bind:1-3", "fast-always": "bind:1-2",
+            "slow-preferred": "prefer:3", "slow-always": "bind:3"}):
         on_stacks, far = pages.get(1, 0) + pages.get(2, 0), pages.get(3, 0)
         # The host's DDR is not a tier: nothing of kvstore's lands there but what the
         # kernel allocated before the policy (at most a few pages).
