@@ -11,6 +11,8 @@ with a ``run.json``.  Inside a run folder analysis looks for (at any depth):
   was filled), drawn on the timelines;
 - ``progress.jsonl``: a best-effort job's progress (pimcloud.workloads.besteffort), the
   job named by its folder;
+- ``hw-hottest-node<k>.txt``: the hottest frames of node k with their page types, as the
+  board's counters answered at the end of the run (pimcloud.guest.hw_counters);
 
 Every frame carries ``run_id``; :func:`with_axes` adds the sweep axes from run.json.
 """
@@ -27,6 +29,7 @@ from typing import Any
 import pandas as pd
 from pimcloud.stats_file import StatsFileWarning, parse_stats
 
+from ..guest.hw_counters import HOTTEST_GLOB, HotPagesError, read_hottest
 from ..runs.guest_scenario import OOM_FILE
 from ..workloads.besteffort import PROGRESS_FILE
 from ..workloads.besteffort import read_progress as read_be_progress
@@ -62,6 +65,9 @@ class Campaign:
     problems: list[str] = field(default_factory=list)
     events: pd.DataFrame = field(  # run_id, at_s, kind, target: what the scenario did
         default_factory=lambda: pd.DataFrame(columns=["run_id", "at_s", "kind", "target"]))
+    hot_frames: pd.DataFrame = field(  # run_id, node, pfn, count, sharing, access, ...
+        default_factory=lambda: pd.DataFrame(columns=["run_id", "node", "count", "sharing",
+                                                      "access"]))
 
     @property
     def axes(self) -> list[str]:
@@ -107,6 +113,7 @@ def load_campaign(
     progress: list[pd.DataFrame] = []
     events: list[pd.DataFrame] = []
     stats: list[pd.DataFrame] = []
+    hot: list[pd.DataFrame] = []
     seen: dict[str, Path] = {}
     for run_dir in run_dirs:
         record = read_run_record(run_dir / RUN_RECORD)
@@ -167,6 +174,11 @@ def load_campaign(
         collect("decisions.jsonl", read_decision_log, decisions, False)
         collect(PROGRESS_FILE, read_be_progress, progress, True)
         collect("events.jsonl", read_events, events, False)
+        for path in sorted(run_dir.rglob(HOTTEST_GLOB)):
+            try:
+                hot.append(read_hottest(path).assign(run_id=run_id))
+            except HotPagesError as error:
+                problems.append(str(error))
         if with_stats:
             def read(path: Path) -> pd.DataFrame:
                 frame = parse_stats(path).stats
@@ -185,6 +197,7 @@ def load_campaign(
         stats=_concat(stats, ["run_id", "dump", "stat", "subname", "value"]),
         problems=problems,
         events=_concat(events, ["run_id", "at_s", "kind", "target"]),
+        hot_frames=_concat(hot, ["run_id", "node", "count", "sharing", "access"]),
     )
 
 

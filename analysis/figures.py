@@ -105,6 +105,28 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
     return figure
 
 
+def page_type_breakdown(frame: pd.DataFrame, label: str = "label") -> Figure:
+    """Fig. 4: each run's memory accesses by page type, as stacked shares (columns
+    ``label``, ``page_type``, ``share``)."""
+    table = frame.pivot_table(index=label, columns="page_type", values="share",
+                              observed=True, aggfunc="sum").fillna(0)
+    figure = Figure(figsize=(max(4.0, 0.9 * len(table) + 2), 3.0), layout="constrained")
+    ax = figure.subplots()
+    bottom = np.zeros(len(table))
+    for i, column in enumerate(table.columns):
+        values = table[column].to_numpy() * 100
+        ax.bar(np.arange(len(table)), values, 0.7, bottom=bottom, label=str(column),
+               color=f"C{i}")
+        bottom += values
+    ax.set_xticks(np.arange(len(table)), table.index.astype(str), rotation=20, ha="right",
+                  fontsize=7)
+    ax.set_ylabel("memory accesses (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)
+    return figure
+
+
 def colocation_curves(
     frame: pd.DataFrame, stacked: Sequence[str] = ("PIMCloud-preference", "PIMCloud-core",
                                                    "PIMCloud-memory"),

@@ -265,6 +265,28 @@ def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
     return out.rename("throughput").reset_index()
 
 
+def page_access_breakdown(hot_frames: pd.DataFrame, by: Sequence[str] = ("run_id",)
+                          ) -> pd.DataFrame:
+    """Fig. 4: the accesses the board's counters saw on the hottest frames, by page type
+    (private/shared x read-only/read-write): per group, each type's accesses and share,
+    and the frames they fell on. Counts are of requests that reached memory (past the
+    caches), and "private" means one CPU touched the frame."""
+    from ..guest.hw_counters import PAGE_TYPES
+
+    _require(hot_frames, [*by, "count", "sharing", "access"], "hot frames")
+    typed = hot_frames.assign(page_type=hot_frames["sharing"] + " " + hot_frames["access"])
+    table = typed.groupby([*by, "page_type"], observed=True).agg(
+        accesses=("count", "sum"), frames=("count", "size")).reset_index()
+    # Every type for every group, zero where the counters saw none of it.
+    grid = table[list(by)].drop_duplicates().merge(
+        pd.DataFrame({"page_type": PAGE_TYPES}), how="cross")
+    table = grid.merge(table, on=[*by, "page_type"], how="left").fillna(
+        {"accesses": 0, "frames": 0}).astype({"accesses": "int64", "frames": "int64"})
+    total = table.groupby(list(by), observed=True)["accesses"].transform("sum")
+    table["share"] = np.where(total > 0, table["accesses"] / total, np.nan)
+    return table[[*by, "page_type", "accesses", "share", "frames"]]
+
+
 def _untimed_start(decisions: pd.DataFrame) -> pd.Series:
     """The agent's start line: t_ns 0 means no time, so it is no run's origin."""
     event = decisions["event"] if "event" in decisions.columns else ""

@@ -224,6 +224,9 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
                                         "(Fig. 9 form)", _save(figure, out, f"be_{job}")))
         yield section
 
+    if not campaign.hot_frames.empty:
+        yield _page_type_section(campaign, axes, out)
+
     if not campaign.stats.empty:
         yield _stats_section(campaign)
 
@@ -460,6 +463,27 @@ def _topologies(campaign: Campaign) -> dict[str, Topology]:
             except TopologyError:
                 continue
     return out
+
+
+def _page_type_section(campaign: Campaign, axes: list[str], out: Path) -> Section:
+    """Fig. 4: each run's memory accesses by page type, from the counters' hottest frames."""
+    table = metrics.page_access_breakdown(campaign.hot_frames)
+    varying = [a for a in axes if campaign.runs[a].astype(str).nunique() > 1]
+    labels = campaign.runs.set_index("run_id")[varying].astype(str).agg(" ".join, axis=1) \
+        if varying else pd.Series(campaign.runs["run_id"].to_numpy(),
+                                  index=campaign.runs["run_id"])
+    table.insert(1, "label", table["run_id"].map(labels))
+    section = Section(
+        "Page accesses by page type (Fig. 4 form)",
+        "The board's page-access counters at the end of each run: the hottest frames of "
+        "every counted memory (as many as one hot-page query returns) and the accesses "
+        "that reached memory on them, by type. Private: one CPU touched the frame; "
+        "read-write: a write reached memory. The paper counts every access in the page "
+        "table entry, before the caches; these counts are after them.",
+        [("accesses by page type", table)])
+    section.figures.append(("Memory accesses by page type (Fig. 4 form)",
+                            _save(figures.page_type_breakdown(table), out, "page_types")))
+    return section
 
 
 def _stats_section(campaign: Campaign) -> Section:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.guest.hw_counters import HOTTEST_FILE
 from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
 from pimcloud.topology.layout import slow_tier_node
@@ -562,6 +563,27 @@ def manager_lines(run: Run) -> list[str]:
     return lines
 
 
+def counted(run: Run, backend: str) -> bool:
+    """Whether the run's board has the hardware counters (gem5 with [gem5] counters)."""
+    return backend == "gem5" and run.spec.gem5.counters
+
+
+def hot_pages_lines() -> list[str]:
+    """Each counted memory's hottest frames with their types, as the driver answers the
+    paper's hot-page call (as many as one query returns), once the measured requests are
+    done (in gem5 on the atomic cores): Fig. 4's page-access breakdown by page type."""
+    out = '"$R/' + HOTTEST_FILE.format(node="$node") + '"'
+    return [
+        "if have pimcloud-hw; then",
+        "  most=$(pimcloud-hw info | awk 'NR == 1 { for (i = 1; i < NF; i++) "
+        "if ($i == \"max_query\") print $(i + 1) }')",
+        "  for node in $(pimcloud-hw info | awk '$1 == \"stack\" { print $4 }'); do",
+        f"    pimcloud-hw hottest \"$most\" \"$node\" > {out} 2>&1",
+        "  done",
+        "fi",
+    ]
+
+
 def started_lines(run: Run, backend: str) -> list[str]:
     """From the start on: prefill, start signals, best-effort jobs, samplers, events, the
     watchdog, then wait for the services and end the rest; exit 0 when all finished."""
@@ -591,6 +613,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         "done",
         'say "services done"',
         *([node_meminfo_line("end")] if run.scenario.tiering != "none" else []),
+        *(hot_pages_lines() if counted(run, backend) else []),
         "for pid in $TIMERS $SAMPLER $SWITCHER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).

@@ -286,3 +286,25 @@ def test_an_oom_killed_service_is_a_result_named_in_the_report(tmp_path: Path) -
     assert "oom_killed" not in campaign.axes
     page = build_report(tmp_path / "c", tmp_path / "out").read_text()
     assert "killed by the guest kernel&#x27;s OOM killer" in page
+
+
+def test_counted_runs_get_the_page_type_breakdown(tmp_path: Path) -> None:
+    from pimcloud.analysis.results import write_lats_bin
+
+    for app, lines in (("kv", ["0x10 90 private ro 4 - -", "0x11 10 shared rw 5 - -"]),
+                       ("img", ["0x20 40 shared ro 4 - -"])):
+        run = tmp_path / "c" / f"app-{app}"
+        (run / app).mkdir(parents=True)
+        (run / "results").mkdir()
+        (run / "run.json").write_text(json.dumps({"run_id": f"app-{app}", "app": app,
+                                                  "rps": 100}))
+        write_lats_bin(run / app / "lats.bin", pd.DataFrame(
+            {"queue_ns": 0, "service_ns": [1000] * 3, "sojourn_ns": [1000] * 3}))
+        (run / "results" / "hw-hottest-node1.txt").write_text(
+            f"frames {len(lines)} node 1 scan_ps 9\n" + "\n".join(lines) + "\n")
+    campaign = load_campaign(tmp_path / "c")
+    assert campaign.hot_frames.groupby("run_id")["count"].sum().to_dict() == {
+        "app-img": 40, "app-kv": 100}
+    page = build_report(tmp_path / "c", tmp_path / "out").read_text()
+    assert "Page accesses by page type (Fig. 4 form)" in page
+    assert (tmp_path / "out" / "figures" / "page_types.png").is_file()

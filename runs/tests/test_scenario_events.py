@@ -226,3 +226,33 @@ def test_ended_helpers_leave_no_sleep_holding_the_scenario_output(tmp_path: Path
     assert "ended" in done.stdout
     # Without the fix the pipe ends with the timer's sleep: 0.3 s + 0.9 s.
     assert time.monotonic() - started < 1.1, "a helper's sleep held the pipe open"
+
+
+def test_a_counted_run_keeps_each_memorys_hottest_frames(tmp_path: Path) -> None:
+    """The run's lines against a stand-in pimcloud-hw answering as the driver does (the
+    real driver in gem5: gem5-configs/tests/test_counters_gem5.py)."""
+    from pimcloud.guest.hw_counters import read_hottest
+    from pimcloud.runs.guest_scenario import hot_pages_lines
+
+    raw = spec_with([])
+    raw["system"] = {"backend": "gem5"}
+    raw["gem5"] = {"counters": True}
+    run = parse_spec(raw).runs()[0]
+    assert "pimcloud-hw hottest" in run_part_script(run)
+    raw["gem5"] = {"counters": False}
+    assert "pimcloud-hw hottest" not in run_part_script(parse_spec(raw).runs()[0])
+    fake = tmp_path / "bin" / "pimcloud-hw"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n"
+                    'if [ "$1" = info ]; then\n'
+                    "  echo 'stacks 2 cpus 4 max_query 7 throttle_levels 10 "
+                    "throttle_step_ps 2000 decay_period_ps 0'\n"
+                    "  echo 'stack 0 node 1 frames 8'; echo 'stack 1 node 2 frames 8'\n"
+                    'else echo "frames 1 node $3 scan_ps 8"; echo "0x$3 $2 private ro 0 - -"; fi\n')
+    fake.chmod(0o755)
+    script = "\n".join(['have() { command -v "$1" >/dev/null 2>&1; }', *hot_pages_lines()])
+    subprocess.run(["sh", "-c", script], check=True, env={
+        **os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "R": str(tmp_path)})
+    for node in (1, 2):
+        frames = read_hottest(tmp_path / f"hw-hottest-node{node}.txt")
+        assert frames["node"].tolist() == [node] and frames["count"].tolist() == [7]

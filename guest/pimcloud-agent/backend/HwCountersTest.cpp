@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/Sysfs.h"  // readFile
+
 namespace pimcloud {
 namespace {
 
@@ -30,6 +32,17 @@ TEST(HwCounters, HottestAnswerParsesWithTypesAndMappings) {
   EXPECT_TRUE(hot->pages[1].written);
   EXPECT_EQ(hot->pages[2].firstCpu, -1);
   EXPECT_EQ(hot->pages[2].pid, 0);
+}
+
+TEST(HwCounters, TheSharedFixtureAnswerParses) {  // guest/tests/test_hw_counters.py reads it too
+  std::string text;
+  ASSERT_TRUE(readFile(std::string(PIMCLOUD_AGENT_FIXTURES) + "/driver/hottest-node2.txt", text));
+  std::string error;
+  const auto hot = parseHottest(text, error);
+  ASSERT_TRUE(hot) << error;
+  ASSERT_EQ(hot->pages.size(), 3U);
+  EXPECT_EQ(hot->pages[1].count, 500U);
+  EXPECT_TRUE(hot->pages[1].shared && hot->pages[1].written);
 }
 
 TEST(HwCounters, BadAnswersAreNamed) {
