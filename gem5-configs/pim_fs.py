@@ -82,6 +82,10 @@ def parse_args() -> argparse.Namespace:
                               "host seconds (preemptible runs)")
     restore.add_argument("--progress-every", type=float, default=1800.0,
                          help="host seconds between progress checkpoints")
+    restore.add_argument("--counters-detached", action="store_true",
+                         help="with --counters: keep the device (the checkpoint's board, "
+                              "the guest's driver) but feed it nothing: no counting, no "
+                              "throttle (what counting costs, same run otherwise)")
     restore.add_argument("--progress-slice", type=float, default=0.001,
                          help="simulated seconds between checks of the host clock")
     setup = modes.add_parser("setup", help="restore on the boot cores, run a set-up "
@@ -106,7 +110,8 @@ def build_board(args: argparse.Namespace) -> PimBoard:
     board = PimBoard(topology=topology, processor=processor,
                      memory=PimStackMemory(topology),
                      cache_hierarchy=PimCacheHierarchy(topology, caches=restoring),
-                     counters=args.counters)
+                     counters=args.counters,
+                     counting=not getattr(args, "counters_detached", False))
     kernel_args = args.kernel_args or DEFAULT_KERNEL_ARGS.format(root=args.root_device)
     board.set_kernel_disk_workload(
         kernel=KernelResource(local_path=args.kernel),

@@ -104,7 +104,8 @@ class Gem5Backend:
                 max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None,
                 fast_forward=fast_forward, resume=resumed is not None,
                 progress_dir=progress.folder if progress else None,
-                progress_every_s=spec.gem5.progress_every_s))
+                progress_every_s=spec.gem5.progress_every_s,
+                counting=run.scenario.counting))
         log = staging / "gem5.log"
         done = supervise(command, log=log, host_time_s=spec.limits.host_time_s,
                          memory_bytes=spec.limits.memory_bytes)

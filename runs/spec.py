@@ -52,7 +52,7 @@ BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
-                 "hotness", "tiering")
+                 "hotness", "tiering", "counting")
 # Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
 # counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
 HOTNESS_SOURCES = ("idle", "hw")
@@ -186,6 +186,9 @@ class Scenario:
     tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
     tiering_pages: int = TIERING_PAGES  # at most this many pages an interval each way
     reserve_bytes: int | None = None  # free memory the agent never fills (None: its 64 MiB)
+    # With [gem5] counters: false keeps the device (the same checkpoints and guest) but
+    # feeds it nothing, no counting and no throttle: what counting costs, same run otherwise.
+    counting: bool = True
 
     def options_of(self, manager: str) -> dict[str, Any]:
         """The options the scenario gives ``manager``'s policy ({} when none)."""
@@ -419,6 +422,8 @@ class Run:
             record["hotness"] = s.hotness
         if s.tiering != "none":
             record["tiering"] = s.tiering
+        if not s.counting:
+            record["counting"] = False
         if s.be:
             record["be"] = list(s.be)
         if s.interval_s != DEFAULT_INTERVAL_S:
@@ -457,6 +462,8 @@ def _id_part(value: object) -> str:
         return "+".join(_id_part(v) for v in value)
     if isinstance(value, dict):
         return "+".join(f"{k}{_id_part(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as TOML writes them
     text = f"{value:g}" if isinstance(value, float) else str(value)
     return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
 
@@ -712,6 +719,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         tiering_pages=t.integer("tiering_pages", TIERING_PAGES, minimum=1),
         reserve_bytes=(t.quantity("reserve", parse_size, None, positive=False)
                        if t.has("reserve") else None),
+        counting=_boolean(t, "counting", True),
     )
 
 
@@ -816,6 +824,9 @@ def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
                    "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
         if value not in options:
             raise t.error(field, value, "choose among " + ", ".join(map(repr, options)))
+    elif name == "counting":
+        if not isinstance(value, bool):
+            raise t.error(field, value, "counting is true or false")
     elif name == "topology":
         if not isinstance(value, str):
             raise t.error(field, value, "a topology is a preset name or a .toml path")
@@ -926,13 +937,18 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
     if len(set(s.apps)) != len(s.apps):
         raise SpecError(spec.source, "scenario.apps", list(s.apps),
                         f"{where}: an app appears twice in a mix")
+    if not s.counting and not spec.gem5.counters:
+        raise SpecError(spec.source, "scenario.counting", False,
+                        f"{where}: counting = false turns off the board's counters; add "
+                        "[gem5] counters = true (or leave counting out)")
     if s.placement in TIERED_PLACEMENTS:
-        host = numa_nodes(load_topology(run.topology))[0]
-        if host.cpus and host.capacity == 0:
+        topology = load_topology(run.topology)
+        host = numa_nodes(topology)[0]
+        if host.cpus and host.capacity == 0 and topology.far is None:
             raise SpecError(spec.source, "scenario.placement", s.placement,
-                            f"{where}: a tiered placement needs a slow tier on node 0; "
-                            f"{run.topology}'s host node has no memory (use topology = "
-                            '"tiered")')
+                            f"{where}: a tiered placement needs a slow tier, node 0's "
+                            f"DDR or far memory; {run.topology} has neither (use topology = "
+                            '"tiered" or "tiered-far-mini")')
     elif s.tiering != "none":
         raise SpecError(spec.source, "scenario.tiering", s.tiering,
                         f"{where}: tiering moves pages between the tiers of a tiered "

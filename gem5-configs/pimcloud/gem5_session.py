@@ -51,9 +51,10 @@ def boot_mode(checkpoint_dir: Path, boot_cpu: str = "atomic") -> list[str]:
 def restore_mode(checkpoint_dir: Path, scenario: Path, *, max_seconds: float | None = None,
                  stats_period: str | None = None, fast_forward: bool = False,
                  resume: bool = False, progress_dir: Path | None = None,
-                 progress_every_s: float | None = None) -> list[str]:
+                 progress_every_s: float | None = None, counting: bool = True) -> list[str]:
     """pim_fs.py ``restore``; ``resume``: the checkpoint is a progress checkpoint (taken on
-    the detailed cores); ``progress_dir``: save one there every ``progress_every_s``."""
+    the detailed cores); ``progress_dir``: save one there every ``progress_every_s``;
+    ``counting`` False: a board with counters keeps the device but feeds it nothing."""
     mode = ["restore", "--checkpoint-dir", str(checkpoint_dir), "--scenario", str(scenario)]
     if max_seconds is not None:
         mode += ["--max-seconds", f"{max_seconds:.6f}"]
@@ -63,6 +64,8 @@ def restore_mode(checkpoint_dir: Path, scenario: Path, *, max_seconds: float | N
         mode.append("--fast-forward")
     if resume:
         mode.append("--resume")
+    if not counting:
+        mode.append("--counters-detached")
     if progress_dir is not None:
         mode += ["--progress-dir", str(progress_dir)]
         if progress_every_s is not None:

@@ -125,6 +125,7 @@ def test_restore_mode_names_every_option() -> None:
     mode = restore_mode(Path("/c"), Path("/s.tar"), max_seconds=2, stats_period="100ms")
     assert mode == ["restore", "--checkpoint-dir", "/c", "--scenario", "/s.tar",
                     "--max-seconds", "2.000000", "--stats-period", "100ms"]
+    assert restore_mode(Path("/c"), Path("/s.tar"), counting=False)[-1] == "--counters-detached"
 
 
 NEEDS_GEM5 = pytest.mark.skipif(not os.environ.get("GEM5"), reason=NO_GEM5)

@@ -135,10 +135,25 @@ def test_tiered_placements_need_a_slow_tier_and_tiering_needs_them() -> None:
     runs = tiered.runs()  # type: ignore[attr-defined]
     assert [r.run_id for r in runs][-1] == "placement-slow-always_tiering-agent"
     assert runs[-1].axes_record()["tiering"] == "agent"
-    with pytest.raises(SpecError, match=r'no memory \(use topology = "tiered"'):
+    with pytest.raises(SpecError, match=r'has neither \(use topology = "tiered"'):
         spec_of('[axes]\nplacement = ["fast-always"]\n').runs()  # type: ignore[attr-defined]
+    far = spec_of('[system]\ntopology = "tiered-far-mini"\n[axes]\nplacement = ["fast-always"]\n')
+    assert len(far.runs()) == 1  # type: ignore[attr-defined]
     with pytest.raises(SpecError, match="set placement to one of fast-preferred"):
         spec_of('[axes]\ntiering = ["agent"]\n').runs()  # type: ignore[attr-defined]
+
+
+def test_counting_off_needs_the_counters_and_is_an_axis() -> None:
+    both = spec_of('[system]\nbackend = "gem5"\n[gem5]\ncounters = true\n'
+                   '[axes]\ncounting = [true, false]\n')
+    runs = both.runs()  # type: ignore[attr-defined]
+    assert [r.scenario.counting for r in runs] == [True, False]
+    assert [r.run_id for r in runs] == ["counting-true", "counting-false"]
+    assert "counting" not in runs[0].axes_record() and runs[1].axes_record()["counting"] is False
+    with pytest.raises(SpecError, match=r"add \[gem5\] counters = true"):
+        spec_of('[axes]\ncounting = [false]\n').runs()  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match="counting is true or false"):
+        spec_of('[axes]\ncounting = ["no"]\n')
 
 
 VARIANTS = ('[system]\ntopology = "tiered"\n[axes]\nload = [0.2, 0.5]\nvariant = [\n'

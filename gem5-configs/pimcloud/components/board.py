@@ -61,13 +61,16 @@ class PimBoard(X86Board):
     :param clk_freq: the board (uncore, devices) clock.
     :param counters: add the hardware counters (a checkpoint made with them restores
         only with them).
+    :param counting: False keeps the counters device (its registers, the guest's view)
+        but does not feed it the memory's requests: nothing counted, nothing throttled.
     """
 
     def __init__(self, topology: Topology, processor: PimProcessor, memory: PimStackMemory,
                  cache_hierarchy: PimCacheHierarchy, clk_freq: str = "2.4GHz",
-                 counters: bool = False) -> None:
+                 counters: bool = False, counting: bool = True) -> None:
         self._topology = topology
         self._with_counters = counters
+        self._counting = counting
         super().__init__(clk_freq=clk_freq, processor=processor, memory=memory,
                          cache_hierarchy=cache_hierarchy)
 
@@ -122,5 +125,6 @@ class PimBoard(X86Board):
             cpu_clocks=list(plan.cpu_clocks),
         )
         self.counters.pio = self.iobus.mem_side_ports
-        self.get_memory().router.counters = self.counters
+        if self._counting:  # else the device answers the guest but sees no request
+            self.get_memory().router.counters = self.counters
         return block_size(int(self.counters.max_query))
