@@ -101,6 +101,9 @@ def parse_args() -> argparse.Namespace:
 
 
 def build_board(args: argparse.Namespace) -> PimBoard:
+    if getattr(args, "counters_detached", False) and not args.counters:
+        raise SystemExit("pim_fs.py: --counters-detached needs --counters (a board with "
+                         "the device whose counting it turns off)")
     topology = load_topology(args.topology).with_memory_divided(args.mem_divisor)
     restoring = args.mode in ("restore", "check")
     # setup runs on the boot cores as a boot does: atomic, without caches.

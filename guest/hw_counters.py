@@ -33,11 +33,13 @@ def _number(text: str, base: int = 10) -> int:
 
 def read_hottest(path: Path) -> pd.DataFrame:
     """One row per frame, hottest first (``first_cpu``, ``pid``, ``vaddr``: -1 where the
-    driver answered '-'). An ``error:`` answer (no device) is an empty frame."""
+    driver answered '-'). A run keeps the answer only where its board counts, so an
+    ``error:`` answer (no device, a refused query) is an error too, with the driver's words."""
     lines = path.read_text().splitlines()
     if not lines or lines[0].startswith("error:"):
-        return pd.DataFrame({c: pd.Series(dtype="int64" if c not in ("sharing", "access")
-                                          else object) for c in COLUMNS})
+        said = lines[0] if lines else "an empty answer"
+        raise HotPagesError(f"{path}: the driver answered '{said}'; was the run's board made "
+                            "with [gem5] counters = true, and does its kernel have the driver?")
     header = _HEADER.match(lines[0])
     if header is None:
         raise HotPagesError(f"{path}:1: '{lines[0]}' is not 'frames N node K scan_ps T'")

@@ -15,7 +15,7 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +98,7 @@ class Checkpoints:
         # Boards with the hardware counters hold one more SimObject; without them the
         # key is what it was before the counters existed, so older checkpoints still fit.
         extra: dict[str, Any] = {"counters": True} if counters else {}
-        # The model's content, not where its file is (a checkout elsewhere shares keys).
-        return {**extra, "topology": repr(replace(load_topology(topology), source="")),
+        return {**extra, "topology": load_topology(topology).key_text(),
                 "kernel": digests["kernel"], "image": digests["image"],
                 "mem_divisor": mem_divisor, "boot_cpu": boot_cpu,
                 "kernel_args": kernel_args}

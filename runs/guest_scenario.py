@@ -35,7 +35,8 @@ from pimcloud.atomic import atomic_write_text
 from pimcloud.guest.hw_counters import HOTTEST_FILE
 from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
-from pimcloud.topology.layout import slow_tier_node
+from pimcloud.topology.layout import node_of_cluster, slow_tier_node
+from pimcloud.topology.model import stack_cluster
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
@@ -128,8 +129,8 @@ def interval_ms(run: Run) -> str:
 
 
 def resident_stack(run: Run, index: int) -> int:
-    """The stack the ``index``-th app's memory prefers under CC: its own setting, or the
-    apps in turn over the stacks."""
+    """The stack (1..M) the ``index``-th app's memory prefers under CC: its own setting,
+    or the apps in turn over the stacks."""
     app = run.apps[index]
     if app.resident is not None:
         return app.resident
@@ -138,15 +139,18 @@ def resident_stack(run: Run, index: int) -> int:
 
 def placement_prefix(run: Run, index: int) -> list[str]:
     """``pimcloud-agent exec`` that starts a service under the run's static placement
-    (CC: preferred on its resident stack; IL: interleaved over the stacks; FT: as is)."""
+    (CC: preferred on its resident stack; IL: interleaved over the stacks; FT: as is).
+    The agent takes nodes: stack k is node k, or k - 1 on a PIM-only system (arch9)."""
     placement = run.scenario.placement
     if placement == "ft":
         return []
     topology = load_topology(run.topology)
     slow = slow_tier_node(topology)
+    first = node_of_cluster(topology, stack_cluster(0))
     return ["pimcloud-agent", "exec", "--placement", placement,
-            "--resident", str(resident_stack(run, index)),
+            "--resident", str(first + resident_stack(run, index) - 1),
             "--stacks", str(len(topology.stacks)),
+            *(["--first-stack", str(first)] if first != 1 else []),
             *(["--slow-node", str(slow)] if slow else []), "--"]
 
 
@@ -564,8 +568,8 @@ def manager_lines(run: Run) -> list[str]:
 
 
 def counted(run: Run, backend: str) -> bool:
-    """Whether the run's board has the hardware counters (gem5 with [gem5] counters)."""
-    return backend == "gem5" and run.spec.gem5.counters
+    """Whether the run's board counts (gem5 with [gem5] counters, and counting on)."""
+    return backend == "gem5" and run.spec.gem5.counters and run.scenario.counting
 
 
 def hot_pages_lines() -> list[str]:
@@ -585,7 +589,7 @@ def hot_pages_lines() -> list[str]:
 
 
 def started_lines(run: Run, backend: str) -> list[str]:
-    """From the start on: prefill, start signals, best-effort jobs, samplers, events, the
+    """From the start on: start signals, best-effort jobs, samplers, events, the
     watchdog, then wait for the services and end the rest; exit 0 when all finished."""
     lines = []
     if synchronised_start(run, backend):

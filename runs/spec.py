@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pimcloud.topology import TopologyError, load_topology, numa_nodes
+from pimcloud.topology import TopologyError, load_topology
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 
@@ -35,9 +35,12 @@ CAMPAIGN_DIR = Path(__file__).resolve().parent / "campaigns"
 # no agent at all (plain Linux, as "default" but without the agent's log).
 MANAGERS = ("pimcloud", "pimcloud-cores", "pimcloud-preference", "default", "ams",
             "octopus-man", "interference", "balm", "none")
+# Managers that read the board's counters (seed 003's latency estimate, BALM's throttle).
+COUNTER_MANAGERS = ("interference", "balm")
 PLACEMENTS = ("ft", "cc", "il")  # first touch, concentrated, interleaved (agent config)
-# Seed 004's allocation policies on a server with a slow capacity tier on node 0 (the
-# `tiered` preset): the stacks first / only, the slow tier first / only.
+# Seed 004's allocation policies on a server with a slow capacity tier, node 0's DDR
+# (`tiered`) or a CPU-less far-memory node (`tiered-far-mini`): the stacks first / only,
+# the slow tier first / only.
 TIERED_PLACEMENTS = ("fast-preferred", "fast-always", "slow-preferred", "slow-always")
 # Dynamic tiering beside them: none; the agent's promotion of hot slow pages and
 # (fast-always) demotion of cold ones; or seed 002's HeteroOS: its LRU eviction of
@@ -313,6 +316,7 @@ class CampaignSpec:
         # Variants are an axis: each run's scenario (its run hash) holds their values.
         for key in ("source", "name", "description", "axes", "limits", "executor", "variants"):
             data.pop(key)
+        data["scenario"] = _scenario_science(self.scenario)
         return data
 
     @property
@@ -398,7 +402,7 @@ class Run:
     @property
     def run_hash(self) -> str:
         return _digest({"spec": self.spec.science(), "topology": self.topology,
-                        "scenario": asdict(self.scenario)})
+                        "scenario": _scenario_science(self.scenario)})
 
     def axes_record(self) -> dict[str, Any]:
         """run.json's axes in the analysis format (analysis/README.md): ``app`` or
@@ -422,8 +426,8 @@ class Run:
             record["hotness"] = s.hotness
         if s.tiering != "none":
             record["tiering"] = s.tiering
-        if not s.counting:
-            record["counting"] = False
+        if self.spec.gem5.counters:
+            record["counting"] = s.counting  # a board with counters: counting or not
         if s.be:
             record["be"] = list(s.be)
         if s.interval_s != DEFAULT_INTERVAL_S:
@@ -444,6 +448,19 @@ class Run:
         if qos:
             record["qos_ns"] = qos
         return record
+
+
+# Scenario keys added after campaigns were made, with the value those campaigns ran with:
+# at that value they stay out of the hashes, so those campaign folders still resume.
+LATER_SCENARIO_KEYS = {"counting": True}
+
+
+def _scenario_science(scenario: Scenario) -> dict[str, Any]:
+    data = asdict(scenario)
+    for key, default in LATER_SCENARIO_KEYS.items():
+        if data.get(key) == default:
+            data.pop(key)
+    return data
 
 
 def _digest(data: object) -> str:
@@ -941,10 +958,14 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
         raise SpecError(spec.source, "scenario.counting", False,
                         f"{where}: counting = false turns off the board's counters; add "
                         "[gem5] counters = true (or leave counting out)")
+    if not s.counting and (s.hotness == "hw" or s.manager in COUNTER_MANAGERS):
+        raise SpecError(spec.source, "scenario.counting", False,
+                        f"{where}: {s.manager if s.manager in COUNTER_MANAGERS else 'hotness hw'}"
+                        " reads the counters, which count nothing with counting = false; "
+                        "keep counting on for it")
     if s.placement in TIERED_PLACEMENTS:
         topology = load_topology(run.topology)
-        host = numa_nodes(topology)[0]
-        if host.cpus and host.capacity == 0 and topology.far is None:
+        if topology.ddr is None and topology.far is None:
             raise SpecError(spec.source, "scenario.placement", s.placement,
                             f"{where}: a tiered placement needs a slow tier, node 0's "
                             f"DDR or far memory; {run.topology} has neither (use topology = "

@@ -16,6 +16,11 @@ model, analysis/README.md).  A cell's campaign is:
   type), ``requests`` measured requests after ``warmup_requests``;
 - the study's ``[cell]`` tables (gem5, limits, early_stop, executor) as they are.
 
+With ``placements`` (the paper's Fig. 3), a preset whose cores sit on two or more memory
+nodes (arch9) also gets a cell per further static placement (``<preset>-<service>-cc``):
+the same service and load under CC or IL instead of first touch. On a one-node preset
+every placement is the same, so it gets first touch alone.
+
 The sampled point gives the service's per-request service times on that architecture;
 the analysis (pimcloud.analysis.characterisation) predicts its whole p99-vs-RPS curve
 from them and checks the prediction against the measured cells.
@@ -31,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.topology import TopologyError, load_topology
+from pimcloud.topology import TopologyError, load_topology, numa_nodes
 from pimcloud.topology.units import UnitError, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError
-from .spec import read_named_toml, resolve_named_toml
+from .spec import PLACEMENTS, read_named_toml, resolve_named_toml
 
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
 CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
@@ -70,10 +75,12 @@ class Cell:
     cores: int
     core_type: str  # of the most cores, for the capacity estimate
     sample_rps: float
+    placement: str = "ft"  # the static placement (Fig. 3); first touch for Table III
 
     @property
     def name(self) -> str:
-        return f"{self.preset}-{self.service}"
+        suffix = "" if self.placement == "ft" else f"-{self.placement}"
+        return f"{self.preset}-{self.service}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class StudySpec:
     warmup_requests: int
     validate: tuple[tuple[str, str], ...]  # (preset, service) cells measured directly
     cell_tables: dict[str, Any]  # [cell.*] copied into each cell's campaign spec
+    placements: tuple[str, ...] = ("ft",)  # on presets with cores on several nodes
 
     def cells(self) -> list[Cell]:
         """Every cell, presets in the spec's order (the first ones are done first)."""
@@ -107,8 +115,15 @@ class StudySpec:
                 kind = biggest.core_type.name if biggest.core_type else "brawny"
                 cores = sum(c.cores for c in clusters)
                 rps = float(f"{self.utilisation * capacity:.3g}")
-                cells.append(Cell(preset, service.name, cores, kind, rps))
+                for placement in self.placements_on(preset):
+                    cells.append(Cell(preset, service.name, cores, kind, rps, placement))
         return cells
+
+    def placements_on(self, preset: str) -> tuple[str, ...]:
+        """First touch, and the other placements where cores sit on several nodes."""
+        nodes = {n.node_id for n in numa_nodes(load_topology(preset)) if n.cpus and n.capacity}
+        return ("ft", *(p for p in self.placements if p != "ft")) if len(nodes) > 1 \
+            else ("ft",)
 
     def cell(self, preset: str, service: str) -> Cell:
         for cell in self.cells():
@@ -137,8 +152,8 @@ class StudySpec:
             "system": {"topology": cell.preset, "kernel": self.kernel, "image": self.image,
                        "backend": self.backend},
             "apps": {cell.service: app},
-            "scenario": {"apps": [cell.service], "manager": "none", "placement": "ft",
-                         "seed": 1, "threads": cell.cores},
+            "scenario": {"apps": [cell.service], "manager": "none",
+                         "placement": cell.placement, "seed": 1, "threads": cell.cores},
             "axes": {"apps": [[cell.service]], "rps": [cell.sample_rps]},
             "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
         }
@@ -208,6 +223,10 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
         if value is not None:
             cell_tables[key] = value
     cell.finish()
+    placements = top.strings("placements", ("ft",))
+    for placement in placements:
+        if placement not in PLACEMENTS:
+            raise top.error("placements", placement, "choose among " + ", ".join(PLACEMENTS))
     validate = []
     for text in top.strings("validate"):
         preset, _, service = text.partition("/")
@@ -218,7 +237,8 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     top.finish()
     return StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
                      presets, services, utilisation,
-                     requests, warmup_requests, tuple(validate), cell_tables)
+                     requests, warmup_requests, tuple(validate), cell_tables,
+                     tuple(placements))
 
 
 def _parse_services(table: _Table) -> dict[str, StudyService]:

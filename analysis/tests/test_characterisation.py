@@ -83,3 +83,48 @@ def test_imgdnn_claim_uses_the_service_time_when_the_model_is_invalid() -> None:
     # A valid model that meets QoS: the claim does not hold.
     met = slow.assign(tail_over_qos=0.5, max_load_rps=3000.0)
     assert verdict(met) == "does not hold"
+
+
+def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from pimcloud.analysis.characterisation import (
+        CellResult,
+        claims,
+        placement_table,
+        table_iii,
+    )
+    from pimcloud.runs.study import load_study
+
+    study = dataclasses.replace(load_study("characterisation-gem5"),
+                                placements=("ft", "cc", "il"))
+    names = [c.name for c in study.cells() if c.service == "kvstore"]
+    assert {"arch9-kvstore", "arch9-kvstore-cc", "arch9-kvstore-il"} <= set(names)
+    assert "arch8-kvstore-cc" not in names  # one stack: every placement is first touch
+    il = next(c for c in study.cells() if c.name == "arch9-kvstore-il")
+    assert study.cell_spec(il)["scenario"]["placement"] == "il"
+
+    def result(preset: str, placement: str, service_us: float) -> CellResult:
+        cell = next(c for c in study.cells() if (c.preset, c.service, c.placement)
+                    == (preset, "kvstore", placement))
+        times = np.full(300, service_us * 1e3)
+        made = CellResult(cell, times, pd.DataFrame(), 1.0, Path("."))
+        made.points = pd.DataFrame({"rps": [cell.sample_rps], "requests": [300],
+                                    "p99_ns": [made.queue.p99_ns(cell.sample_rps)]})
+        return made
+
+    results = [result("arch8", "ft", 10), result("arch9", "ft", 10),
+               result("arch9", "cc", 20), result("arch9", "il", 40)]
+    qos = pd.DataFrame({"app": ["kvstore"], "qos_ns": [1e6]})
+    table = placement_table(results, qos).set_index("placement")
+    assert set(table.index) == {"ft", "cc", "il"}
+    assert (table["normalized_to"] == "arch8").all()
+    # Same cores, twice and four times the service time: about a half and a quarter.
+    assert table.loc["ft", "normalized_max_load"] == pytest.approx(1.0, rel=0.05)
+    assert table.loc["cc", "normalized_max_load"] == pytest.approx(0.5, rel=0.1)
+    assert table.loc["il", "normalized_max_load"] == pytest.approx(0.25, rel=0.1)
+    assert set(table_iii(results, qos)["arch"]) == {"arch8", "arch9"}  # first touch only
+    verdicts = claims(table_iii(results, qos), table.reset_index()).set_index("claim")
+    assert verdicts.loc["FT beats IL and CC by up to 46 % when an app spans two stacks "
+                        "(Fig. 3)", "verdict"] == "holds"

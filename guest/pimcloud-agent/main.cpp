@@ -3,7 +3,7 @@
 //   pimcloud-agent run --config agent.json [--duration-s N]   manage until SIGINT/SIGTERM
 //   pimcloud-agent check --config agent.json                  validate the config
 //   pimcloud-agent policies [--json]                          the policy plugins (and options)
-//   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--slow-node N] -- CMD ARGS...
+//   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--first-stack F] [--slow-node N] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
 #include <sys/mman.h>
@@ -42,7 +42,7 @@ int usage() {
                "usage: pimcloud-agent run --config FILE [--duration-s N]\n"
                "       pimcloud-agent check --config FILE\n"
                "       pimcloud-agent policies [--json]\n"
-               "       pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--slow-node N] -- CMD...\n"
+               "       pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--first-stack F] [--slow-node N] -- CMD...\n"
                "       pimcloud-agent numa-maps PID\n");
   return 2;
 }
@@ -183,7 +183,9 @@ int exec(const std::vector<std::string>& args, char** argv, int argc) {
   const int resident = std::atoi(option(args, "--resident", "1").c_str());
   const int stacks = std::atoi(option(args, "--stacks", "2").c_str());
   const int slowNode = std::atoi(option(args, "--slow-node", "0").c_str());
-  const Status s = applyMemPolicy(memPolicyFor(*placement, resident, stacks, slowNode));
+  const int firstStack = std::atoi(option(args, "--first-stack", "1").c_str());
+  const Status s =
+      applyMemPolicy(memPolicyFor(*placement, resident, stacks, slowNode, firstStack));
   if (!s.ok) {
     std::fprintf(stderr, "pimcloud-agent exec: %s\n", s.error.c_str());
     return 1;

@@ -23,10 +23,11 @@ def test_the_shared_fixture_answer_reads_with_types_and_mappings() -> None:
     assert frames["vaddr"].iat[0] == 0x7F00AA001000
 
 
-def test_no_device_is_no_frames_and_a_bad_answer_is_named(tmp_path: Path) -> None:
+def test_no_device_and_a_bad_answer_are_named(tmp_path: Path) -> None:
     none = tmp_path / "hw-hottest-node1.txt"
     none.write_text("error: no PimCounters device (no ACPI PIMC table)\n")
-    assert read_hottest(none).empty
+    with pytest.raises(HotPagesError, match="answered 'error: no PimCounters device"):
+        read_hottest(none)
     cut = tmp_path / "cut.txt"
     cut.write_text("frames 2 node 1 scan_ps 5\n0x1 3 private ro 0 - -\n")
     with pytest.raises(HotPagesError, match="announced 2 frames, holds 1"):

@@ -256,3 +256,26 @@ def test_a_counted_run_keeps_each_memorys_hottest_frames(tmp_path: Path) -> None
     for node in (1, 2):
         frames = read_hottest(tmp_path / f"hw-hottest-node{node}.txt")
         assert frames["node"].tolist() == [node] and frames["count"].tolist() == [7]
+
+
+def test_static_placements_name_the_stacks_nodes_on_a_pim_only_system() -> None:
+    raw = spec_with([], placement="il")
+    raw["system"] = {"topology": "arch9"}  # no host node: stack 0 is node 0
+    run = parse_spec(raw).runs()[0]
+    kv, img = (harness_command(run, i, "qemu") for i in range(2))
+    assert kv[:10] == ["pimcloud-agent", "exec", "--placement", "il", "--resident", "0",
+                       "--stacks", "2", "--first-stack", "0"]
+    assert img[5] == "1"  # the second app's resident stack: node 1
+
+
+def test_far_memory_is_named_to_the_agent_as_its_slow_node() -> None:
+    raw = spec_with([], placement="slow-always")
+    raw["system"] = {"topology": "tiered-far-mini"}
+    run = parse_spec(raw).runs()[0]
+    kv = harness_command(run, 0, "qemu")
+    assert kv[kv.index("--slow-node") + 1] == "3"
+    assert agent_config(run)["placement"]["slow_node"] == 3
+    raw["system"] = {"topology": "tiered-mini"}  # the slow tier is node 0: said by omission
+    run = parse_spec(raw).runs()[0]
+    assert "--slow-node" not in harness_command(run, 0, "qemu")
+    assert "slow_node" not in agent_config(run)["placement"]

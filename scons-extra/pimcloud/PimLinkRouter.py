@@ -26,7 +26,8 @@ class PimLinkRouter(SimObject):
     )
     system = Param.System(Parent.any, "system whose requestor names are read")
 
-    num_locations = Param.Unsigned("locations: 0 = host socket, 1..M = stacks")
+    num_locations = Param.Unsigned(
+        "locations: 0 = host socket, 1..M = stacks, M+1 = far memory when there is one")
     target_locations = VectorParam.Unsigned("location of each mem_side port, in port order")
     requestor_prefixes = VectorParam.String(
         [], "requestor name prefixes; the longest matching prefix wins"

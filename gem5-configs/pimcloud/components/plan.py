@@ -183,7 +183,7 @@ class CountersPlan:
     """Parameters of the scons-extra PimCounters, in its own parameter names.
 
     Counted memories are every memory owner (the DDR tier first when there is one, then
-    the stacks); each owner's NUMA node tells the guest which is which.
+    the stacks, then far memory); each owner's NUMA node tells the guest which is which.
     """
 
     stack_ranges: tuple[tuple[int, int], ...]  # (start, size) of every range

@@ -191,6 +191,14 @@ class Topology:
         far = self.far.capacity if self.far else 0
         return ddr + far + sum(stack.capacity for stack in self.stacks)
 
+    def key_text(self) -> str:
+        """The model's content as text, for checkpoint keys: not where its file is (a
+        checkout elsewhere shares keys), and without fields added later at their default
+        (``far``), so checkpoints made before those existed keep their keys."""
+        text = repr(replace(self, source=""))
+        later = ", far=None)"
+        return text[:-len(later)] + ")" if text.endswith(later) else text
+
     def with_memory_divided(self, divisor: int) -> Topology:
         """The same server with every capacity divided by ``divisor`` (for quick QEMU
         boots); explicit memory ranges are dropped because they no longer fit."""

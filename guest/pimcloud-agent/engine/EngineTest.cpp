@@ -689,6 +689,15 @@ TEST(TieredPlacement, FarMemoryNodeIsTheSlowTierOfEveryPlacement) {
   EXPECT_EQ(memPolicyFor(StaticPlacement::SlowAlways, 1, 2).nodes, std::vector<int>{0});
 }
 
+// A PIM-only system (arch9): the stacks are nodes 0 and 1.
+TEST(TieredPlacement, StacksFromNodeZeroOnAPimOnlySystem) {
+  const MemPolicySpec il = memPolicyFor(StaticPlacement::Interleave, 0, 2, kHostSlowNode, 0);
+  EXPECT_EQ(il.nodes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(memPolicyFor(StaticPlacement::Concentrated, 1, 2, kHostSlowNode, 0).nodes,
+            std::vector<int>{1});
+  EXPECT_EQ(memPolicyFor(StaticPlacement::Interleave, 1, 2).nodes, (std::vector<int>{1, 2}));
+}
+
 TEST(EngineTiering, PromotesFromAndDemotesToAFarMemoryNode) {
   EngineOptions o = TieredDriver::options(StaticPlacement::FastAlways, TieringMode::Promote);
   o.slowNode = 3;

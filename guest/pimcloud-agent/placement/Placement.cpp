@@ -34,7 +34,7 @@ const char* toString(StaticPlacement placement) {
 }
 
 MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks,
-                           int slowNode) {
+                           int slowNode, int firstStack) {
   MemPolicySpec spec;
   switch (placement) {
     case StaticPlacement::FirstTouch:
@@ -46,13 +46,13 @@ MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int sta
       break;
     case StaticPlacement::Interleave:
       spec.mode = MemPolicySpec::Mode::Interleave;
-      for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      for (int s = 0; s < stacks; ++s) spec.nodes.push_back(firstStack + s);
       break;
     case StaticPlacement::FastPreferred:
     case StaticPlacement::FastAlways:
       spec.mode = placement == StaticPlacement::FastAlways ? MemPolicySpec::Mode::Bind
                                                            : MemPolicySpec::Mode::PreferredMany;
-      for (int s = 1; s <= stacks; ++s) spec.nodes.push_back(s);
+      for (int s = 0; s < stacks; ++s) spec.nodes.push_back(firstStack + s);
       // With a far node, preferred-many would spill to node 0 (the allocating CPU's
       // zonelist) before it; binding to the stacks and the far node keeps that order
       // (the far node is the farthest from every CPU) and leaves node 0 out.

@@ -48,8 +48,10 @@ struct MemPolicySpec {
 };
 
 // slowNode: 0 (the host node's DDR) or a far-memory node numbered after the stacks.
+// firstStack: the node of the first stack, 1 with a host node, 0 on a PIM-only system
+// (arch9); residentStack is a node.
 MemPolicySpec memPolicyFor(StaticPlacement placement, int residentStack, int stacks,
-                           int slowNode = kHostSlowNode);
+                           int slowNode = kHostSlowNode, int firstStack = 1);
 
 // Pages of one thread to send to a remote stack: its share of the app's pages on the
 // resident stack (Linux cannot tell which thread owns a page, so a thread's share is
