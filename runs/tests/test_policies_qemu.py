@@ -145,6 +145,19 @@ def test_tiered_policies_with_the_slow_tier_on_a_cpu_less_node(
             assert far > 0, (placement, pages)
 
 
+def test_static_placements_on_a_pim_only_system_name_its_nodes(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("placement-arch9-qemu", {})
+    # arch9 has no host node: its stacks are nodes 0 and 1 (pimcloud-agent exec
+    # --first-stack 0), the one app's resident stack node 0.
+    for placement, expected in {"cc": "prefer:0", "il": "interleave:0-1"}.items():
+        results = runs / f"placement-{placement}" / "results"
+        policies, pages = _anon_policy_and_pages(results / "kvstore" / "numa_maps.last")
+        assert policies == {expected}, (placement, policies)
+        if placement == "il":
+            assert min(pages.get(0, 0), pages.get(1, 0)) > 0.3 * sum(pages.values()), pages
+
+
 def _file_pages_kib(meminfo: Path) -> dict[int, int]:
     """Each node's page cache (FilePages) from node-meminfo.start|end, in KiB."""
     found = re.findall(r"Node (\d+) FilePages:\s+(\d+) kB", meminfo.read_text())
