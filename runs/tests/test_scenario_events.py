@@ -279,3 +279,26 @@ def test_far_memory_is_named_to_the_agent_as_its_slow_node() -> None:
     run = parse_spec(raw).runs()[0]
     assert "--slow-node" not in harness_command(run, 0, "qemu")
     assert "slow_node" not in agent_config(run)["placement"]
+
+
+def test_the_manager_hears_each_running_services_pid_before_the_start(tmp_path: Path) -> None:
+    """The start lines the run writes parse as the agent's statistics protocol wants them
+    (guest/pimcloud-agent/engine/LatencySource.cpp: app, event start, pid, qos_ns > 0)."""
+    from pimcloud.runs.guest_scenario import announce_lines
+
+    raw = spec_with([{"at": "400ms", "kind": "arrive", "app": "imgdnn"}], manager="pimcloud")
+    raw["apps"] = {"kvstore": {"max_rps": 1000, "qos": "1ms"},
+                   "imgdnn": {"max_rps": 100, "qos": "7ms"}}
+    run = parse_spec(raw).runs()[0]
+    lines = announce_lines(run)
+    assert len(lines) == 1  # imgdnn arrives later and announces itself
+    script = run_part_script(run)
+    assert script.index(lines[0]) > script.index("pimcloud-agent run")
+    assert script.index(lines[0]) < script.index("switching to the detailed cores")
+    out = tmp_path / "latency.jsonl"
+    subprocess.run(["sh", "-c", "PID_0=4242; " + lines[0].replace(
+        "/run/pimcloud/latency.jsonl", str(out))], check=True)
+    assert json.loads(out.read_text()) == {"app": "kvstore", "event": "start", "pid": 4242,
+                                           "qos_ns": 1000000}
+    raw["scenario"]["manager"] = "none"
+    assert announce_lines(parse_spec(raw).runs()[0]) == []
