@@ -534,23 +534,29 @@ def _stats_section(campaign: Campaign) -> Section:
 def _counters_beside_gem5(estimates: pd.DataFrame, device: pd.DataFrame) -> pd.DataFrame:
     """Per run and CPU over the whole run: the counters' estimate (the cache lookups of
     gem5's estimate plus the counters' mean time past the caches) and gem5's estimate."""
-    gem5 = estimates.dropna(subset=["cpu"]).assign(
-        ticks=lambda t: t["latency_ns"].fillna(0) * t["misses"]).groupby(
-        ["run_id", "cpu"], observed=True).agg(
-        c_cache_ns=("c_cache_cycles", "first"), frequency_hz=("frequency_hz", "first"),
-        gem5_misses=("misses", "sum"), gem5_weighted=("ticks", "sum")).reset_index()
-    gem5["c_cache_ns"] = gem5["c_cache_ns"] / gem5["frequency_hz"] * 1e9
-    gem5["gem5_estimate_ns"] = gem5["gem5_weighted"] / gem5["gem5_misses"]
-    hw = device.assign(weighted=lambda t: t["memory_ns"].fillna(0) * t["misses"]).groupby(
-        ["run_id", "cpu"], observed=True).agg(
-        counter_misses=("misses", "sum"), weighted=("weighted", "sum")).reset_index()
-    hw["past_caches_ns"] = hw["weighted"] / hw["counter_misses"]
-    table = gem5.merge(hw, on=["run_id", "cpu"], how="inner")
+    keys = ["run_id", "cpu"]
+    gem5 = _per_miss(estimates.dropna(subset=["cpu"]), "latency_ns", "gem5_misses",
+                     "gem5_estimate_ns")
+    clocks = estimates.dropna(subset=["cpu"]).groupby(keys, observed=True).agg(
+        c_cache_cycles=("c_cache_cycles", "first"), frequency_hz=("frequency_hz", "first"))
+    gem5 = gem5.merge(clocks.reset_index(), on=keys)
+    gem5["c_cache_ns"] = gem5["c_cache_cycles"] / gem5["frequency_hz"] * 1e9
+    hw = _per_miss(device, "memory_ns", "counter_misses", "past_caches_ns")
+    table = gem5.merge(hw, on=keys, how="inner")
     table = table[(table["counter_misses"] > 0) & (table["gem5_misses"] > 0)]
     table["counters_estimate_ns"] = table["c_cache_ns"] + table["past_caches_ns"]
     table["difference"] = table["counters_estimate_ns"] / table["gem5_estimate_ns"] - 1
     return table[["run_id", "cpu", "counter_misses", "gem5_misses", "c_cache_ns",
                   "past_caches_ns", "counters_estimate_ns", "gem5_estimate_ns", "difference"]]
+
+
+def _per_miss(frame: pd.DataFrame, latency: str, misses: str, mean: str) -> pd.DataFrame:
+    """Per run and CPU: the misses (as ``misses``) and their ``latency`` averaged over
+    them (as ``mean``)."""
+    weighted = frame.assign(w=frame[latency].fillna(0) * frame["misses"]).groupby(
+        ["run_id", "cpu"], observed=True).agg(n=("misses", "sum"), w=("w", "sum"))
+    return pd.DataFrame({misses: weighted["n"], mean: weighted["w"] / weighted["n"]}
+                        ).reset_index()
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
