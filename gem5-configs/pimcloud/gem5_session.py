@@ -154,14 +154,40 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
 
 
 def read_boot(folder: Path) -> dict[str, Any]:
-    """boot.json of a checkpoint folder, or a ValueError saying what to run."""
+    """boot.json of a checkpoint folder (or what a campaign's checkpoint store keeps of
+    its boot, meta.json), or a ValueError saying what to run."""
     try:
         record: dict[str, Any] = json.loads((folder / "boot.json").read_text())
     except (OSError, ValueError):
-        raise ValueError(f"{folder} holds no finished boot (boot.json): run "
-                         "`pimcloud gem5 boot TOPOLOGY --out FOLDER` first") from None
+        stored = _stored_boot(folder)
+        if stored is None:
+            raise ValueError(f"{folder} holds no finished boot (boot.json): run "
+                             "`pimcloud gem5 boot TOPOLOGY --out FOLDER` first, or name a "
+                             "campaign's checkpoint (runs/out/checkpoints/<topology>-<key>)"
+                             ) from None
+        record = stored
     if not record.get("ok") or not (folder / "ckpt").is_dir():
         raise ValueError(f"{folder}: its boot failed ({'; '.join(record.get('problems', []))})")
+    return record
+
+
+def _stored_boot(folder: Path) -> dict[str, Any] | None:
+    """A boot record from a campaign's checkpoint store (runs/checkpoint_store.py), which
+    publishes a folder only once its boot succeeded: its meta.json names the topology,
+    the inputs and the pim_fs.py command, whose options give the rest."""
+    try:
+        meta: dict[str, Any] = json.loads((folder / "meta.json").read_text())
+        command = [str(word) for word in meta["command"]]
+        divisor = int(command[command.index("--mem-divisor") + 1])
+        record = {"topology": str(meta["topology"]), "mem_divisor": divisor,
+                  "counters": "--counters" in command, "ok": (folder / "ckpt").is_dir(),
+                  "tick": meta.get("tick"), "simulated_seconds": meta.get("simulated_seconds"),
+                  "gem5": meta.get("gem5"), "kernel": str(meta["kernel"]),
+                  "image": str(meta["image"]), "command": command, "problems": []}
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    if not record["ok"]:
+        record["problems"] = ["its ckpt folder is missing"]
     return record
 
 

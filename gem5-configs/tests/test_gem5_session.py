@@ -187,3 +187,20 @@ def test_timed_sleeps_wake_on_time_on_the_detailed_cores(
     # by hundreds of ms.
     assert summary["requests"] >= 300 and summary["failed"] == 0
     assert summary["sojourn_p99_ns"] < 2_000_000, summary
+
+
+def test_a_campaign_checkpoint_reads_as_a_boot(tmp_path: Path) -> None:
+    """The checkpoint store's folders (meta.json, ckpt/) restore and probe like a boot."""
+    folder = tmp_path / "mini-0123456789abcdef"
+    (folder / "ckpt").mkdir(parents=True)
+    command = ["gem5.opt", "-d", "m5out", "pim_fs.py", "--topology", "mini", "--kernel", "k",
+               "--disk", "i", "--mem-divisor", "2", "--counters", "boot"]
+    (folder / "meta.json").write_text(json.dumps({
+        "topology": "mini", "key": "0123456789abcdef", "tick": 5, "simulated_seconds": 0.67,
+        "kernel": "/k/vmlinux", "image": "/i/root.ext4", "command": command}))
+    record = read_boot(folder)
+    assert (record["topology"], record["mem_divisor"], record["counters"]) == ("mini", 2, True)
+    assert record["simulated_seconds"] == 0.67 and record["image"] == "/i/root.ext4"
+    (folder / "ckpt").rmdir()
+    with pytest.raises(ValueError, match="ckpt folder is missing"):
+        read_boot(folder)

@@ -629,6 +629,7 @@ namespace {
 struct TieredDriver : testing::Driver {
   explicit TieredDriver(StaticPlacement placement, TieringMode mode = TieringMode::Promote)
       : Driver("default", {}, Topology::paper(), options(placement, mode)) {}
+  explicit TieredDriver(EngineOptions o) : Driver("default", {}, Topology::paper(), std::move(o)) {}
   static EngineOptions options(StaticPlacement placement, TieringMode mode) {
     EngineOptions o;
     o.staticPlacement = placement;
@@ -701,7 +702,7 @@ TEST(TieredPlacement, StacksFromNodeZeroOnAPimOnlySystem) {
 TEST(EngineTiering, PromotesFromAndDemotesToAFarMemoryNode) {
   EngineOptions o = TieredDriver::options(StaticPlacement::FastAlways, TieringMode::Promote);
   o.slowNode = 3;
-  testing::Driver d("default", {}, Topology::paper(), o);
+  TieredDriver d(o);
   d.app("a", 1000, 400, 100);
   const int pid = 1000;  // the Driver's first pid
   d.machine.freeBytes = {{0, 1ULL << 30}, {1, 1ULL << 20}, {2, 256ULL << 20}, {3, 8ULL << 30}};
@@ -746,6 +747,34 @@ TEST(EngineTiering, HeteroOsLruEvictsInactiveHeapAndPageCachePagesOfAShortStack)
   EXPECT_GE(d.log.events().at("evict"), 2U);
   EXPECT_GE(d.log.events().at("evict-cache"), 2U);
   EXPECT_EQ(d.log.events().count("promote"), 0U);
+}
+
+// Evictions the migration budget leaves for later intervals, and an app that exits while
+// its pages wait: its jobs go with it, the other app's go on, and every decision is booked
+// in the interval that made it (the log's indices into this interval's decisions).
+TEST(EngineTiering, HeteroOsEvictionsOutliveTheirIntervalAndAnAppThatExits) {
+  EngineOptions o = TieredDriver::options(StaticPlacement::FastPreferred, TieringMode::HeteroOsLru);
+  o.migrationChunkPages = 2;
+  std::int64_t host = 0;
+  o.clock = [&host] { return host += 6'000'000; };  // 6 ms a reading: a few chunks an interval
+  TieredDriver d(o);
+  d.app("a", 1000, 400, 100);
+  d.app("b", 1000, 400, 100);
+  d.machine.freeBytes = {{0, 1ULL << 30}, {1, 512ULL << 10}, {2, 512ULL << 10}};
+  for (int pid : {1000, 1001}) {
+    const auto base = static_cast<std::uintptr_t>(pid) << 24;
+    d.machine.openFiles[pid] = 1;
+    d.pages(pid, 1, 24, 0, base);
+    d.pages(FakeMachine::pageCacheOwner(pid), 1, 24, 0, base + 0x800000);
+  }
+  d.tick(2);
+  EXPECT_LT(d.machine.pagesPerNode(1001)[kHostSlowNode], 24U);  // still going on
+  d.exit("a");
+  d.tick(20);
+  EXPECT_EQ(d.machine.pagesPerNode(1001)[kHostSlowNode], 24U);
+  EXPECT_EQ(d.machine.pagesPerNode(FakeMachine::pageCacheOwner(1001))[kHostSlowNode], 24U);
+  EXPECT_GE(d.log.events().at("migrate"), 1U);
+  EXPECT_EQ(d.log.events().at("exit"), 1U);
 }
 
 TEST(EngineTiering, HeteroOsLruLeavesAStackAboveItsWatermarkAlone) {
