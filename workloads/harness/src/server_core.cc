@@ -354,6 +354,9 @@ void ServerCore::finish() {
   }
   monitor_wake_.notify_all();
   profile_wake_.notify_all();
+  // The control thread waits in recvfrom for up to its 100 ms timeout: wake it now (a
+  // shut-down socket reads end-of-file), not a timeout later, on the detailed cores.
+  if (control_fd_ >= 0) shutdown(control_fd_, SHUT_RDWR);
   if (profiler_.joinable()) profiler_.join();
   if (monitor_.joinable()) monitor_.join();
   if (control_.joinable()) control_.join();

@@ -165,6 +165,42 @@ TEST(Runner, ControlSocketAnswersReplicationRequests) {
   runner.join();
 }
 
+// A service whose end-of-run check looks for the done line: in gem5 the scenario leaves
+// the detailed cores on that line, so the check must come after it.
+class CheckedAfterTheDoneLine final : public Service {
+ public:
+  CheckedAfterTheDoneLine(const ServiceArgs& c, std::string done) : inner_(c), done_(std::move(done)) {}
+  void start(int workers) override { inner_.start(workers); }
+  Request make_request(Rng& rng) override { return inner_.make_request(rng); }
+  Response serve(const Request& r, int worker) override { return inner_.serve(r, worker); }
+  bool check(const Request& r, const Response& a) override { return inner_.check(r, a); }
+  std::string finish() override {
+    std::ifstream in(done_);
+    std::string line;
+    announced = static_cast<bool>(std::getline(in, line)) && line.rfind("synthetic ", 0) == 0;
+    return inner_.finish();
+  }
+  bool announced = false;
+
+ private:
+  SyntheticService inner_;
+  std::string done_;
+};
+
+TEST(Runner, TheDoneLineComesBeforeTheServicesEndOfRunCheck) {
+  auto o = options("integrated");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("harness-done-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  o.done_file = (dir / "done").string();
+  o.control_socket = (dir / "ctl").string();  // finish() must not wait out its timeout
+  CheckedAfterTheDoneLine service(o.service, o.done_file);
+  const RunResult r = run(service, o);
+  expect_complete(r, o);
+  EXPECT_TRUE(service.announced);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Runner, Gem5WorkTypeStaysBelowGem5sWorkIds) {
   const auto o = parse_options("x", {"--seconds", "1", "--gem5-work-type", "3"});
   EXPECT_EQ(o.gem5_work_type, 3u);
