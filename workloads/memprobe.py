@@ -278,7 +278,10 @@ def probe_results(points: list[ProbePoint], guest_output: Path,
                                "pages_on_node": seen["pages_on_node"],
                                "pages_checked": seen["pages_checked"],
                                "huge_pages": seen.get("anon_huge_kib", 0) > 0,
-                               "stayed_on_cpu": seen.get("cpu_after") == point.cpu}
+                               "stayed_on_cpu": seen.get("cpu_after") == point.cpu,
+                               # glibc's answer against the kernel's (rseq; gem5 lacks `lsl`)
+                               "sched_getcpu_right": seen.get("sched_getcpu")
+                               == seen.get("cpu_after")}
         if dumps is not None and stats is not None:
             dump = int(dumps.iloc[first + k]["dump"])
             seconds = float(dumps.iloc[first + k]["sim_seconds"])

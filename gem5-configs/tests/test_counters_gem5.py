@@ -89,6 +89,7 @@ def test_counters_latency_estimate_beside_the_measured_load_to_use_time(
     print(format_table(rows))
     for row in rows:
         assert row["counters_estimate_ns"] is not None, row
+        assert row["sched_getcpu_right"], row  # the kernel's rseq, not the vDSO's `lsl`
         # The counters see every read the chase sends to memory; most loads miss.
         gap = row["counters_estimate_ns"] / row["gem5_ns_per_load"] - 1
         print(f"{row['kind']:<11} cpu {row['cpu']} -> node {row['node']}: estimate "

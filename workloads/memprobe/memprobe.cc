@@ -286,21 +286,23 @@ void measure(const Prepared &prepared, const Options &options)
     if (options.m5Stats)
         m5_dump_stats(0, 0);
 #endif
-    // getcpu(2) itself: glibc's sched_getcpu() reads the vDSO (LSL, which gem5 leaves
-    // unimplemented) when the kernel has no rseq, as ours does not.
+    // getcpu(2) itself, and glibc's sched_getcpu() beside it: that reads the thread's rseq
+    // area, or without rseq the vDSO (`lsl`, which gem5 leaves unimplemented).
     unsigned cpu_now = 0;
     const int cpu_after =
         syscall(SYS_getcpu, &cpu_now, nullptr, nullptr) == 0 ? static_cast<int>(cpu_now) : -1;
+    const int glibc_cpu = sched_getcpu();
     std::printf("{\"cpu\": %d, \"node\": %d, \"bytes\": %zu, \"loads\": %llu, "
                 "\"elapsed_ns\": %llu, \"ns_per_load\": %.3f, \"pages_on_node\": %zu, "
                 "\"pages_checked\": %zu, \"anon_huge_kib\": %llu, \"cpu_after\": %d, "
+                "\"sched_getcpu\": %d, "
                 "\"m5_stats\": %s, \"pattern\": \"%s\", \"end\": \"%p\"}\n",
                 prepared.point.cpu, prepared.point.node, prepared.point.bytes,
                 static_cast<unsigned long long>(options.loads),
                 static_cast<unsigned long long>(end - begin),
                 static_cast<double>(end - begin) / static_cast<double>(options.loads),
                 prepared.pagesOnNode, prepared.pagesChecked,
-                static_cast<unsigned long long>(anonHugeKib()), cpu_after,
+                static_cast<unsigned long long>(anonHugeKib()), cpu_after, glibc_cpu,
                 options.m5Stats ? "true" : "false",
                 prepared.point.rowLocal == 1 ? "row-local" : "random",
                 static_cast<void *>(p));

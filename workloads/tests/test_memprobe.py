@@ -104,6 +104,7 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     guest.write_text("".join(json.dumps({
         "cpu": p.cpu, "node": p.node, "loads": 1000, "ns_per_load": 70.0 + i,
         "pages_on_node": 64, "pages_checked": 64, "anon_huge_kib": 2048, "cpu_after": p.cpu,
+        "sched_getcpu": p.cpu + i,  # the second one wrong, as gem5 without rseq answers
     }) + "\n" for i, p in enumerate(points)))
     stats = tmp_path / "stats.txt"
     # Two probe dumps, then the one gem5 writes at exit.
@@ -113,6 +114,7 @@ def test_results_join_guest_lines_with_stats_dumps(tmp_path: Path) -> None:
     rows = probe_results(points, guest, stats)
     assert [round(r["gem5_ns_per_load"], 3) for r in rows] == [65.0, 66.0]
     assert "link_ns" not in rows[0]  # a breakdown needs the topology
+    assert [r["sched_getcpu_right"] for r in rows] == [True, False]
     paper = load_topology("paper")
     host_to_node1 = probe_results(points, guest, stats, paper)[0]
     # 8.4 ns of links; 30 ns queue and access plus the stack's fixed front and back end.
@@ -154,4 +156,5 @@ def test_probe_in_a_paper_guest_binds_every_buffer_to_its_node(tmp_path: Path) -
     for row in rows:
         assert row["pages_on_node"] == row["pages_checked"] > 0, row
         assert row["stayed_on_cpu"], row
+        assert row["sched_getcpu_right"], row
         assert row["guest_ns_per_load"] > 0

@@ -1,0 +1,135 @@
+// pimcloud-pagecheck: does page migration keep every write? One thread on --writer-cpu
+// writes and verifies a pattern over a buffer (pagecheck.hh) round after round, while
+// another on --mover-cpu moves the buffer's pages back and forth between two NUMA nodes
+// with move_pages(2), the call the agent's policies use. A move of pages the writer is
+// using needs a TLB shootdown on the writer's core: a simulator that misses one shows up
+// as lost writes. Prints one JSON object; exits 1 on any mismatch.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pagecheck.hh"
+
+namespace {
+
+constexpr int kMpolMfMove = 1 << 1;
+
+struct Options {
+  std::size_t mib = 2;
+  std::uint64_t rounds = 200;
+  std::uint64_t moves = 4;  // the writer goes on until the mover has made this many
+  int writerCpu = 1;
+  int moverCpu = 0;
+  int nodeA = 0;
+  int nodeB = 1;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "pimcloud-pagecheck: %s\n"
+               "usage: pimcloud-pagecheck [--mib N] [--rounds R] [--writer-cpu C] "
+               "[--mover-cpu C] [--nodes A,B] [--moves M]\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(("missing the value of " + flag).c_str());
+    const char* value = argv[++i];
+    if (flag == "--mib") o.mib = std::strtoul(value, nullptr, 10);
+    else if (flag == "--rounds") o.rounds = std::strtoull(value, nullptr, 10);
+    else if (flag == "--moves") o.moves = std::strtoull(value, nullptr, 10);
+    else if (flag == "--writer-cpu") o.writerCpu = std::atoi(value);
+    else if (flag == "--mover-cpu") o.moverCpu = std::atoi(value);
+    else if (flag == "--nodes") {
+      if (std::sscanf(value, "%d,%d", &o.nodeA, &o.nodeB) != 2) usage("--nodes takes A,B");
+    } else {
+      usage(("unknown option " + flag).c_str());
+    }
+  }
+  if (o.mib == 0 || o.rounds < 2) usage("--mib must be at least 1 and --rounds at least 2");
+  return o;
+}
+
+bool pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::size_t bytes = o.mib << 20;
+  const std::size_t pageBytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) usage(std::strerror(errno));
+  madvise(mem, bytes, MADV_NOHUGEPAGE);  // 4 KiB pages: every move is a page of its own
+  auto* words = static_cast<volatile std::uint64_t*>(mem);
+  const std::size_t lines = bytes / (pimcloud::pagecheck::kLineWords * 8);
+  const std::size_t pages = bytes / pageBytes;
+
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> moves{0}, pagesMoved{0}, moveErrors{0};
+  pimcloud::pagecheck::Pass total;
+  std::uint64_t rounds = 0;
+  bool pinned = pin(o.writerCpu);
+  pimcloud::pagecheck::verifyAndWrite(words, lines, 0);  // every page faulted in first
+  std::thread mover([&] {
+    pinned = pin(o.moverCpu) && pinned;
+    std::vector<void*> addrs(pages);
+    std::vector<int> status(pages);
+    for (std::size_t p = 0; p < pages; ++p) addrs[p] = static_cast<char*>(mem) + p * pageBytes;
+    for (int target = o.nodeB; !done.load(); target = target == o.nodeA ? o.nodeB : o.nodeA) {
+      std::vector<int> nodes(pages, target);
+      if (syscall(SYS_move_pages, 0, pages, addrs.data(), nodes.data(), status.data(),
+                  kMpolMfMove) < 0) {
+        if (++moveErrors >= 100) break;  // no NUMA here, or no permission: the writer ends
+        continue;
+      }
+      std::uint64_t landed = 0;
+      for (int s : status) landed += s == target;
+      pagesMoved += landed;
+      ++moves;
+    }
+  });
+  for (std::uint64_t r = 1;
+       r < o.rounds || (moves.load() < o.moves && moveErrors.load() < 100); ++r) {
+    const auto pass = pimcloud::pagecheck::verifyAndWrite(words, lines, r);
+    if (pass.mismatches > 0 && total.mismatches == 0) total = pass;
+    else total.mismatches += pass.mismatches;
+    rounds = r + 1;
+  }
+  done = true;
+  mover.join();
+  std::printf("{\"bytes\": %zu, \"lines\": %zu, \"rounds\": %llu, \"moves\": %llu, "
+              "\"pages_moved\": %llu, \"move_errors\": %llu, \"pinned\": %s, "
+              "\"mismatches\": %llu, \"first_line\": %llu, \"first_found\": %llu, "
+              "\"first_expected\": %llu}\n",
+              bytes, lines, static_cast<unsigned long long>(rounds),
+              static_cast<unsigned long long>(moves.load()),
+              static_cast<unsigned long long>(pagesMoved.load()),
+              static_cast<unsigned long long>(moveErrors.load()), pinned ? "true" : "false",
+              static_cast<unsigned long long>(total.mismatches),
+              static_cast<unsigned long long>(total.firstLine),
+              static_cast<unsigned long long>(total.firstFound),
+              static_cast<unsigned long long>(total.firstExpected));
+  return total.mismatches == 0 ? 0 : 1;
+}

@@ -1,0 +1,64 @@
+"""pimcloud-pagecheck: writes verified while another core migrates the pages. The real
+program on this host (one node: the moves find every page in place), and in a QEMU guest
+of tiered-mini, its pages moved between the DDR node and a stack. The gem5 run is
+gem5-configs/tests/test_migration_gem5.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def _program() -> Path:
+    from pimcloud.paths import program_candidates
+
+    found = program_candidates("pimcloud-pagecheck")
+    if not found:
+        pytest.skip("pimcloud-pagecheck is not built: run `make cxx`")
+    return found[0]
+
+
+def test_the_real_program_runs_on_this_host() -> None:
+    done = subprocess.run([str(_program()), "--mib", "1", "--rounds", "10", "--moves", "3",
+                           "--writer-cpu", "0", "--mover-cpu", "0", "--nodes", "0,0"],
+                          capture_output=True, text=True, timeout=120)
+    answer = json.loads(done.stdout)
+    assert done.returncode == 0 and answer["mismatches"] == 0, answer
+    assert answer["rounds"] >= 10 and answer["moves"] >= 3, answer
+
+
+def test_bad_arguments_are_named() -> None:
+    done = subprocess.run([str(_program()), "--nodes", "1"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "--nodes takes A,B" in done.stderr
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
+                    reason="needs qemu-system-x86")
+def test_moves_between_the_ddr_and_a_stack_keep_every_write(tmp_path: Path) -> None:
+    from pimcloud.guest import qemu
+    from pimcloud.guest.kernel import build_kernel
+
+    scenario = tmp_path / "scenario"
+    (scenario / "bin").mkdir(parents=True)
+    shutil.copy2(_program(), scenario / "bin" / "pimcloud-pagecheck")
+    (scenario / "run.sh").write_text(
+        '#!/bin/sh\nhere=$(cd "$(dirname "$0")" && pwd)\nout="${PIMCLOUD_RESULTS:-/results}"\n'
+        'mkdir -p "$out"\n'
+        '"$here/bin/pimcloud-pagecheck" --mib 4 --rounds 50 --moves 6 --writer-cpu 1 '
+        '--mover-cpu 0 --nodes 0,1 > "$out/pagecheck.json"\n')
+    result = qemu.run_scenario("tiered-mini", scenario, out=tmp_path / "run",
+                               kernel=build_kernel().bzimage, timeout=600)
+    assert result.ok and result.scenario_exit == 0, [*result.problems, result.console_tail]
+    answer = json.loads((tmp_path / "run" / "results" / "pagecheck.json").read_text())
+    print(answer)
+    assert answer["pinned"] and answer["move_errors"] == 0, answer
+    # Every move took all 1024 pages somewhere they were not.
+    assert answer["moves"] >= 6 and answer["pages_moved"] >= 6 * 1024, answer
+    assert answer["mismatches"] == 0, answer
