@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -82,6 +83,44 @@ TEST(AgentRun, ManagesAChildThroughCgroupFilesAndLogsDecisions) {
   EXPECT_NE(log.find("\"event\":\"input-error\""), std::string::npos);
   const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
   EXPECT_GT(summary["apps"]["svc"]["intervals_violating_qos"].get<int>(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(AgentRun, ACrashLeavesItsStackInTheLog) {
+  char tmpl[] = "/tmp/pimcloud-agent-crash-XXXXXX";
+  const fs::path dir = mkdtemp(tmpl);
+  const nlohmann::json config = {
+      {"policy", "default"},
+      {"topology", {{"host_cpus", {0}}, {"stacks", {{1}}}}},
+      {"sysfs_root", (dir / "sys").string()},
+      {"cgroup", {{"root", (dir / "cg").string()}, {"mode", "cpuset"}}},
+      {"latency", (dir / "latency.jsonl").string()},
+      {"control", (dir / "control.jsonl").string()},
+      {"log", (dir / "decisions.jsonl").string()},
+  };
+  std::ofstream(dir / "agent.json") << config.dump(2);
+  const pid_t agent = fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    const int log = ::open((dir / "agent.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(log, STDERR_FILENO);
+    execl(PIMCLOUD_AGENT_BINARY, "pimcloud-agent", "run", "--config",
+          (dir / "agent.json").c_str(), "--duration-s", "10", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once it logs its start its handlers are in place; then it aborts (as glibc does on a
+  // corrupt heap).
+  for (int i = 0; i < 200 && slurp(dir / "decisions.jsonl").find("start") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(agent, SIGABRT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(agent, &status, 0), agent);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) << status;
+  const std::string log = slurp(dir / "agent.log");
+  EXPECT_NE(log.find("fatal signal, its stack:"), std::string::npos) << log;
+  EXPECT_NE(log.find("pimcloud-agent("), std::string::npos) << log;  // its own frames
   fs::remove_all(dir);
 }
 

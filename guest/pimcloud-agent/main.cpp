@@ -6,6 +6,7 @@
 //   pimcloud-agent exec --placement cc|ft|il|fast-preferred|fast-always|slow-preferred|slow-always [--resident K] [--stacks M] [--first-stack F] [--slow-node N] -- CMD ARGS...
 //                                        start CMD under a static placement (set_mempolicy)
 //   pimcloud-agent numa-maps PID                              bytes per node, as JSON
+#include <execinfo.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -36,6 +37,24 @@ namespace {
 
 std::atomic<bool> gStop{false};
 void onSignal(int) { gStop.store(true); }
+
+// A crash leaves the stack that led to it in the agent's log (its frames read
+// `pimcloud-agent(+0xOFFSET)`: `addr2line -fCe build/.../pimcloud-agent 0xOFFSET`).
+void onCrash(int sig) {
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  static const char kSaid[] = "pimcloud-agent: fatal signal, its stack:\n";
+  [[maybe_unused]] const ssize_t said = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+  ::backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void reportCrashes() {
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads the unwinder now, not inside the handler
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, onCrash);
+}
 
 int usage() {
   std::fprintf(stderr,
@@ -130,6 +149,7 @@ int run(const std::vector<std::string>& args) {
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
+  reportCrashes();
   // Under memory pressure the kernel reclaims file pages, the agent's own code among
   // them, and each interval would then wait on page faults: keep the agent resident.
   // MCL_ONFAULT: a new mapping is locked as it is touched, not read in whole at mmap
