@@ -3,7 +3,10 @@
 // another on --mover-cpu moves the buffer's pages back and forth between two NUMA nodes
 // with move_pages(2), the call the agent's policies use. A move of pages the writer is
 // using needs a TLB shootdown on the writer's core: a simulator that misses one shows up
-// as lost writes. Prints one JSON object; exits 1 on any mismatch.
+// as lost writes. With --atomic-cpus it first checks that locked read-modify-writes are
+// atomic across those cores: each thread adds to one counter with `lock xadd` and to
+// another under a compare-and-swap spinlock (the kernel's locks are made of these), and
+// both must end at threads x increments. Prints one JSON object; exits 1 on any mismatch.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -34,13 +37,15 @@ struct Options {
   int moverCpu = 0;
   int nodeA = 0;
   int nodeB = 1;
+  std::vector<int> atomicCpus;  // empty: no atomics check
+  std::uint64_t increments = 20000;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "pimcloud-pagecheck: %s\n"
                "usage: pimcloud-pagecheck [--mib N] [--rounds R] [--writer-cpu C] "
-               "[--mover-cpu C] [--nodes A,B] [--moves M]\n",
+               "[--mover-cpu C] [--nodes A,B] [--moves M] [--atomic-cpus C,C... --increments K]\n",
                why);
   std::exit(2);
 }
@@ -54,6 +59,15 @@ Options parse(int argc, char** argv) {
     if (flag == "--mib") o.mib = std::strtoul(value, nullptr, 10);
     else if (flag == "--rounds") o.rounds = std::strtoull(value, nullptr, 10);
     else if (flag == "--moves") o.moves = std::strtoull(value, nullptr, 10);
+    else if (flag == "--increments") o.increments = std::strtoull(value, nullptr, 10);
+    else if (flag == "--atomic-cpus") {
+      for (const char* p = value; *p != '\0';) {
+        char* end = nullptr;
+        o.atomicCpus.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        if (end == p) usage("--atomic-cpus takes CPUs separated by commas, e.g. 0,2,4");
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
     else if (flag == "--writer-cpu") o.writerCpu = std::atoi(value);
     else if (flag == "--mover-cpu") o.moverCpu = std::atoi(value);
     else if (flag == "--nodes") {
@@ -73,10 +87,47 @@ bool pin(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
+struct Atomics {
+  std::uint64_t xadd = 0;    // the `lock xadd` counter
+  std::uint64_t locked = 0;  // the counter under the spinlock
+  bool pinned = true;
+};
+
+// Every thread on its own CPU, all released at once so their increments overlap.
+Atomics checkAtomics(const std::vector<int>& cpus, std::uint64_t increments) {
+  std::atomic<std::uint64_t> xadd{0};
+  std::atomic<int> lock{0};
+  std::atomic<int> ready{0};
+  volatile std::uint64_t locked = 0;
+  std::atomic<bool> pinned{true};
+  std::vector<std::thread> threads;
+  for (int cpu : cpus) {
+    threads.emplace_back([&, cpu] {
+      if (!pin(cpu)) pinned = false;
+      ++ready;
+      while (ready.load() < static_cast<int>(cpus.size())) {
+      }
+      for (std::uint64_t i = 0; i < increments; ++i) {
+        xadd.fetch_add(1);
+        int free = 0;
+        while (!lock.compare_exchange_weak(free, 1, std::memory_order_acquire)) free = 0;
+        locked = locked + 1;
+        lock.store(0, std::memory_order_release);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return {xadd.load(), locked, pinned.load()};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  Atomics atomics;
+  if (!o.atomicCpus.empty()) atomics = checkAtomics(o.atomicCpus, o.increments);
+  const std::uint64_t wanted = o.atomicCpus.size() * o.increments;
+  const bool atomicsRight = atomics.xadd == wanted && atomics.locked == wanted;
   const std::size_t bytes = o.mib << 20;
   const std::size_t pageBytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -122,7 +173,9 @@ int main(int argc, char** argv) {
   std::printf("{\"bytes\": %zu, \"lines\": %zu, \"rounds\": %llu, \"moves\": %llu, "
               "\"pages_moved\": %llu, \"move_errors\": %llu, \"pinned\": %s, "
               "\"mismatches\": %llu, \"first_line\": %llu, \"first_found\": %llu, "
-              "\"first_expected\": %llu}\n",
+              "\"first_expected\": %llu, \"atomic_threads\": %zu, \"increments\": %llu, "
+              "\"xadd_count\": %llu, \"locked_count\": %llu, \"atomics_pinned\": %s, "
+              "\"atomics_right\": %s}\n",
               bytes, lines, static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(moves.load()),
               static_cast<unsigned long long>(pagesMoved.load()),
@@ -130,6 +183,10 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(total.mismatches),
               static_cast<unsigned long long>(total.firstLine),
               static_cast<unsigned long long>(total.firstFound),
-              static_cast<unsigned long long>(total.firstExpected));
-  return total.mismatches == 0 ? 0 : 1;
+              static_cast<unsigned long long>(total.firstExpected), o.atomicCpus.size(),
+              static_cast<unsigned long long>(o.increments),
+              static_cast<unsigned long long>(atomics.xadd),
+              static_cast<unsigned long long>(atomics.locked), atomics.pinned ? "true" : "false",
+              atomicsRight ? "true" : "false");
+  return total.mismatches == 0 && atomicsRight ? 0 : 1;
 }

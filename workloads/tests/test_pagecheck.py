@@ -1,4 +1,5 @@
-"""pimcloud-pagecheck: writes verified while another core migrates the pages. The real
+"""pimcloud-pagecheck: writes verified while another core migrates the pages, and locked
+read-modify-writes across cores (a `lock xadd` counter, a spinlocked one). The real
 program on this host (one node: the moves find every page in place), and in a QEMU guest
 of tiered-mini, its pages moved between the DDR node and a stack. The gem5 run is
 gem5-configs/tests/test_migration_gem5.py."""
@@ -24,11 +25,13 @@ def _program() -> Path:
 
 def test_the_real_program_runs_on_this_host() -> None:
     done = subprocess.run([str(_program()), "--mib", "1", "--rounds", "10", "--moves", "3",
-                           "--writer-cpu", "0", "--mover-cpu", "0", "--nodes", "0,0"],
+                           "--writer-cpu", "0", "--mover-cpu", "0", "--nodes", "0,0",
+                           "--atomic-cpus", "0,0", "--increments", "20000"],
                           capture_output=True, text=True, timeout=120)
     answer = json.loads(done.stdout)
     assert done.returncode == 0 and answer["mismatches"] == 0, answer
     assert answer["rounds"] >= 10 and answer["moves"] >= 3, answer
+    assert answer["atomics_right"] and answer["locked_count"] == 40000, answer
 
 
 def test_bad_arguments_are_named() -> None:
@@ -52,7 +55,8 @@ def test_moves_between_the_ddr_and_a_stack_keep_every_write(tmp_path: Path) -> N
         '#!/bin/sh\nhere=$(cd "$(dirname "$0")" && pwd)\nout="${PIMCLOUD_RESULTS:-/results}"\n'
         'mkdir -p "$out"\n'
         '"$here/bin/pimcloud-pagecheck" --mib 4 --rounds 50 --moves 6 --writer-cpu 1 '
-        '--mover-cpu 0 --nodes 0,1 > "$out/pagecheck.json"\n')
+        '--mover-cpu 0 --nodes 0,1 --atomic-cpus 0,1,2,3,4,5 --increments 20000 '
+        '> "$out/pagecheck.json"\n')
     result = qemu.run_scenario("tiered-mini", scenario, out=tmp_path / "run",
                                kernel=build_kernel().bzimage, timeout=600)
     assert result.ok and result.scenario_exit == 0, [*result.problems, result.console_tail]
@@ -62,3 +66,4 @@ def test_moves_between_the_ddr_and_a_stack_keep_every_write(tmp_path: Path) -> N
     # Every move took all 1024 pages somewhere they were not.
     assert answer["moves"] >= 6 and answer["pages_moved"] >= 6 * 1024, answer
     assert answer["mismatches"] == 0, answer
+    assert answer["atomics_pinned"] and answer["atomics_right"], answer
