@@ -355,7 +355,9 @@ class Device
     std::size_t numCpus() const { return misses.cpus(); }
     const StackCounters &stack(std::size_t i) const { return stacks.at(i); }
     MissCounters &missCounters() { return misses; }
+    const MissCounters &missCounters() const { return misses; }
     BandwidthThrottle &bandwidthThrottle() { return throttle; }
+    const BandwidthThrottle &bandwidthThrottle() const { return throttle; }
 
     std::uint32_t epoch(Tick now) const
     {
