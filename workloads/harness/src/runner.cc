@@ -245,8 +245,6 @@ RunResult run_client(Service& service, const HarnessOptions& o, int port) {
   return result;
 }
 
-}  // namespace
-
 // The scenario learns that this app's requests are all done (in gem5 it then leaves the
 // detailed cores for the wrap-up: outputs, checks). Non-blocking: with no reader on a
 // FIFO there is nobody to tell.
@@ -258,6 +256,8 @@ void announce_done(const std::string& app, const HarnessOptions& o) {
   [[maybe_unused]] const ssize_t written = ::write(fd, line.data(), line.size());
   ::close(fd);
 }
+
+}  // namespace
 
 RunResult run(Service& service, const HarnessOptions& o) {
   RunResult result;
