@@ -136,8 +136,12 @@ def _probe(args: argparse.Namespace) -> int:
         print(f"pimcloud gem5 probe: {problem}")
         return 2
     print(f"probing {len(points)} CPU -> node pairs of {record['topology']} ...", flush=True)
-    report = restore(inputs, args.checkpoint.resolve(), out / "scenario", out,
-                     fast_forward=not args.no_fast_forward, max_seconds=args.max_seconds)
+    try:
+        report = restore(inputs, args.checkpoint.resolve(), out / "scenario", out,
+                         fast_forward=not args.no_fast_forward, max_seconds=args.max_seconds)
+    except ValueError as problem:
+        print(f"pimcloud gem5 probe: {problem}")
+        return 2
     for problem in report.problems:
         print(f"problem: {problem}")
     if not report.ok:

@@ -222,6 +222,15 @@ def restore(inputs: Gem5Inputs, checkpoint: Path, scenario_folder: Path, folder:
     from pimcloud.supervise import supervise
 
     boot_record = read_boot(checkpoint)
+    booted = boot_record.get("input_sha256")
+    if isinstance(booted, dict):
+        # The checkpoint holds the guest's page cache of the image it booted: a kernel or
+        # image rebuilt since (even at the same path) would be read as garbage.
+        now = input_digests(inputs.kernel, inputs.image)
+        changed = [name for name in ("kernel", "image") if booted.get(name) != now[name]]
+        if changed:
+            raise ValueError(f"{checkpoint}: the {' and '.join(changed)} changed since this "
+                             "boot (rebuilt in place?); boot again with `pimcloud gem5 boot`")
     folder.mkdir(parents=True, exist_ok=True)
     scenario = folder / "scenario.tar"
     scenario.write_bytes(load_scenario(scenario_folder).payload)

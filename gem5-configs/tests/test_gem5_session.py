@@ -98,6 +98,10 @@ def test_boot_checks_the_guest_nodes_and_restore_returns_results(
     args = json.loads((tmp_path / "args.json").read_text())
     assert args[args.index("--max-seconds") + 1] == "3.500000"
     assert "--fast-forward" in args and args[args.index("--topology") + 1] == "paper"
+    # An image rebuilt in place since the boot: its checkpoint would read garbage.
+    (tmp_path / "root.ext4").write_text("image, rebuilt")
+    with pytest.raises(ValueError, match="the image changed since this boot"):
+        restore(fake_gem5, tmp_path / "ckpt-paper", scenario, tmp_path / "run2")
 
 
 def test_a_guest_layout_unlike_the_model_fails_the_boot(
