@@ -123,6 +123,7 @@ class PimBoard(X86Board):
             cpu_prefixes=list(plan.cpu_prefixes),
             cpu_ids=list(plan.cpu_ids),
             cpu_clocks=list(plan.cpu_clocks),
+            throttle_step=plan.throttle_step,
         )
         self.counters.pio = self.iobus.mem_side_ports
         if self._counting:  # else the device answers the guest but sees no request

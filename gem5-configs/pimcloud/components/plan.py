@@ -178,6 +178,9 @@ def router_plan(topology: Topology) -> RouterPlan:
     )
 
 
+THROTTLE_STEP = "64ns"
+
+
 @dataclass(frozen=True)
 class CountersPlan:
     """Parameters of the scons-extra PimCounters, in its own parameter names.
@@ -192,6 +195,11 @@ class CountersPlan:
     cpu_prefixes: tuple[str, ...]
     cpu_ids: tuple[int, ...]
     cpu_clocks: tuple[str, ...]
+    # Level l keeps a CPU's requests l x this apart below the caches: level 1 caps it at
+    # 1 GB/s of 64-byte lines, a little under what one O3 host core's stream reaches in
+    # these models (1.15 GB/s on paper/8), level 9 at 0.11 GB/s. PimCounters' own 2 ns
+    # default capped level 9 at 3.6 GB/s, above any core here: no level bit.
+    throttle_step: str = THROTTLE_STEP
 
 
 def counters_plan(topology: Topology) -> CountersPlan:
