@@ -6,7 +6,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -160,55 +159,16 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
         writtenRight += p.written == writtenPage(it->second);
       }
     }
-    // What stood in the hot set's way: the answer's first frames that are not in it
-    // (our cold pages or not ours at all), and the hot frames' own counts in a deeper
-    // answer, so a miss shows whether the hot set counted too little or others too much.
-    std::string others;
-    if (answer) {
-      std::map<std::uint64_t, int> coldIndex;
-      for (int i = o.hotPages; i < r.pages; ++i) {
-        coldIndex[frameOf(r.base + static_cast<std::size_t>(i) * kPage)] = i;
-      }
-      int listed = 0;
-      for (const HotPage& p : answer->pages) {
-        if (hotIndex.count(p.pfn) != 0 || listed++ >= 8) continue;
-        char item[256];
-        std::snprintf(item, sizeof item,
-                      "%s{\"pfn\": %llu, \"count\": %llu, \"shared\": %s, \"written\": %s, "
-                      "\"first_cpu\": %d, \"pid\": %d, \"ours\": \"%s\"}",
-                      others.empty() ? "" : ", ", static_cast<unsigned long long>(p.pfn),
-                      static_cast<unsigned long long>(p.count), p.shared ? "true" : "false",
-                      p.written ? "true" : "false", p.firstCpu, p.pid,
-                      coldIndex.count(p.pfn) != 0 ? "cold" : "no");
-        others += item;
-      }
-      std::string deepError;
-      std::vector<std::uint64_t> counts;
-      if (const auto deep = hw->hottest(std::min(4096, 2 * o.hotPages + 64), r.node, deepError)) {
-        for (const HotPage& p : deep->pages) {
-          if (hotIndex.count(p.pfn) != 0) counts.push_back(p.count);
-        }
-      }
-      std::sort(counts.begin(), counts.end());
-      char item[200];
-      std::snprintf(item, sizeof item,
-                    "], \"hot_found_deep\": %zu, \"hot_count_min\": %llu, "
-                    "\"hot_count_median\": %llu, \"hot_count_max\": %llu",
-                    counts.size(), counts.empty() ? 0ULL : static_cast<unsigned long long>(counts.front()),
-                    counts.empty() ? 0ULL : static_cast<unsigned long long>(counts[counts.size() / 2]),
-                    counts.empty() ? 0ULL : static_cast<unsigned long long>(counts.back()));
-      others = ", \"others\": [" + others + item;
-    }
     const double precision = answer && !answer->pages.empty()
                                  ? static_cast<double>(hits) / static_cast<double>(answer->pages.size())
                                  : 0.0;
     ok = ok && precision >= minPrecision;
     std::printf("%s{\"node\": %d, \"asked\": %d, \"answered\": %zu, \"hits\": %d, "
                 "\"precision\": %.4f, \"shared_right\": %d, \"written_right\": %d, "
-                "\"scan_ps\": %llu%s%s%s%s}",
+                "\"scan_ps\": %llu%s%s%s}",
                 k ? ", " : "", r.node, o.hotPages, answer ? answer->pages.size() : 0, hits,
                 precision, sharedRight, writtenRight,
-                static_cast<unsigned long long>(answer ? answer->scanPs : 0), others.c_str(),
+                static_cast<unsigned long long>(answer ? answer->scanPs : 0),
                 answer ? "" : ", \"error\": \"", answer ? "" : error.c_str(), answer ? "" : "\"");
   }
   std::printf("], \"host_cpu\": %d, \"pim_cpu\": %d, \"ok\": %s}\n", o.hostCpu, pimCpu,
