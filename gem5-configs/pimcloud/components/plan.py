@@ -178,7 +178,7 @@ def router_plan(topology: Topology) -> RouterPlan:
     )
 
 
-THROTTLE_STEP = "64ns"
+THROTTLE_STEP = "100ns"
 
 
 @dataclass(frozen=True)
@@ -195,10 +195,12 @@ class CountersPlan:
     cpu_prefixes: tuple[str, ...]
     cpu_ids: tuple[int, ...]
     cpu_clocks: tuple[str, ...]
-    # Level l keeps a CPU's requests l x this apart below the caches: level 1 caps it at
-    # 1 GB/s of 64-byte lines, a little under what one O3 host core's stream reaches in
-    # these models (1.15 GB/s on paper/8), level 9 at 0.11 GB/s. PimCounters' own 2 ns
-    # default capped level 9 at 3.6 GB/s, above any core here: no level bit.
+    # Level l keeps a CPU's requests l x this apart below the caches (its reads: the
+    # caches' writebacks carry no CPU). Level 1 caps a CPU's reads at 0.64 GB/s of 64-byte
+    # lines, under the ~0.76 GB/s one O3 host core's membw triad reads (1.14 GB/s at the
+    # controllers with its writebacks, mini/2 and paper/8); level 9 at 0.07 GB/s. With
+    # PimCounters' own 2 ns (level 9 at 3.6 GB/s) no level bit on any core here, with 64 ns
+    # level 1 did not.
     throttle_step: str = THROTTLE_STEP
 
 
