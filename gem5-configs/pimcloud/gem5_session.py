@@ -184,10 +184,19 @@ def _stored_boot(folder: Path) -> dict[str, Any] | None:
                   "tick": meta.get("tick"), "simulated_seconds": meta.get("simulated_seconds"),
                   "gem5": meta.get("gem5"), "kernel": str(meta["kernel"]),
                   "image": str(meta["image"]), "command": command, "problems": []}
+        made = (folder / "meta.json").stat().st_mtime
+        # The store keeps no digests: a kernel or image newer than the boot was rebuilt
+        # after it (in place), and its page cache no longer matches the disk.
+        rebuilt = [name for name in ("kernel", "image")
+                   if not Path(record[name]).is_file() or Path(record[name]).stat().st_mtime > made]
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
     if not record["ok"]:
         record["problems"] = ["its ckpt folder is missing"]
+    elif rebuilt:
+        record["ok"] = False
+        record["problems"] = [f"its {' and '.join(rebuilt)} changed since the boot (rebuilt in "
+                              "place?); boot again, or let a campaign make a new one"]
     return record
 
 

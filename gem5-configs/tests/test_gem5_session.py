@@ -199,12 +199,21 @@ def test_a_campaign_checkpoint_reads_as_a_boot(tmp_path: Path) -> None:
     (folder / "ckpt").mkdir(parents=True)
     command = ["gem5.opt", "-d", "m5out", "pim_fs.py", "--topology", "mini", "--kernel", "k",
                "--disk", "i", "--mem-divisor", "2", "--counters", "boot"]
+    kernel, image = tmp_path / "vmlinux", tmp_path / "root.ext4"
+    kernel.write_text("kernel")
+    image.write_text("image")
     (folder / "meta.json").write_text(json.dumps({
         "topology": "mini", "key": "0123456789abcdef", "tick": 5, "simulated_seconds": 0.67,
-        "kernel": "/k/vmlinux", "image": "/i/root.ext4", "command": command}))
+        "kernel": str(kernel), "image": str(image), "command": command}))
+    os.utime(kernel, (1_000_000, 1_000_000))
+    os.utime(image, (1_000_000, 1_000_000))
     record = read_boot(folder)
     assert (record["topology"], record["mem_divisor"], record["counters"]) == ("mini", 2, True)
-    assert record["simulated_seconds"] == 0.67 and record["image"] == "/i/root.ext4"
+    assert record["simulated_seconds"] == 0.67 and record["image"] == str(image)
+    image.write_text("image, rebuilt")  # newer than the boot
+    with pytest.raises(ValueError, match="its image changed since the boot"):
+        read_boot(folder)
+    os.utime(image, (1_000_000, 1_000_000))
     (folder / "ckpt").rmdir()
     with pytest.raises(ValueError, match="ckpt folder is missing"):
         read_boot(folder)

@@ -87,6 +87,7 @@ void makeParent(const std::string& path) {
 }
 
 int run(const std::vector<std::string>& args) {
+  reportCrashes();  // before anything is logged: a crash in set-up is reported too
   const std::string path = option(args, "--config");
   if (path.empty()) return usage();
   auto cfg = load(path);
@@ -149,7 +150,6 @@ int run(const std::vector<std::string>& args) {
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
-  reportCrashes();
   // Under memory pressure the kernel reclaims file pages, the agent's own code among
   // them, and each interval would then wait on page faults: keep the agent resident.
   // MCL_ONFAULT: a new mapping is locked as it is touched, not read in whole at mmap

@@ -6,7 +6,8 @@
 // as lost writes. With --atomic-cpus it first checks that locked read-modify-writes are
 // atomic across those cores: each thread adds to one counter with `lock xadd` and to
 // another under a compare-and-swap spinlock (the kernel's locks are made of these), and
-// both must end at threads x increments. Prints one JSON object; exits 1 on any mismatch.
+// both must end at threads x increments (and xadd hand out every value once). Prints one
+// JSON object; exits 1 on any mismatch, a failed move or fewer moves than --moves.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -89,6 +90,7 @@ bool pin(int cpu) {
 
 struct Atomics {
   std::uint64_t xadd = 0;    // the `lock xadd` counter
+  bool xaddUnique = true;    // every value it handed out was handed out once
   std::uint64_t locked = 0;  // the counter under the spinlock
   bool pinned = true;
 };
@@ -96,6 +98,7 @@ struct Atomics {
 // Every thread on its own CPU, all released at once so their increments overlap.
 Atomics checkAtomics(const std::vector<int>& cpus, std::uint64_t increments) {
   std::atomic<std::uint64_t> xadd{0};
+  std::atomic<std::uint64_t> handedOut{0};  // the sum of the values xadd returned
   std::atomic<int> lock{0};
   std::atomic<int> ready{0};
   volatile std::uint64_t locked = 0;
@@ -107,17 +110,21 @@ Atomics checkAtomics(const std::vector<int>& cpus, std::uint64_t increments) {
       ++ready;
       while (ready.load() < static_cast<int>(cpus.size())) {
       }
+      std::uint64_t sum = 0;
       for (std::uint64_t i = 0; i < increments; ++i) {
-        xadd.fetch_add(1);
+        sum += xadd.fetch_add(1);  // its result used: `lock xadd`, not `lock add`
         int free = 0;
         while (!lock.compare_exchange_weak(free, 1, std::memory_order_acquire)) free = 0;
         locked = locked + 1;
         lock.store(0, std::memory_order_release);
       }
+      handedOut += sum;
     });
   }
   for (auto& t : threads) t.join();
-  return {xadd.load(), locked, pinned.load()};
+  // Atomic, it handed out 0, 1, ..., n-1 once each: their sum is n(n-1)/2.
+  const std::uint64_t n = xadd.load();
+  return {n, n * (n - 1) / 2 == handedOut.load(), locked, pinned.load()};
 }
 
 }  // namespace
@@ -127,11 +134,15 @@ int main(int argc, char** argv) {
   Atomics atomics;
   if (!o.atomicCpus.empty()) atomics = checkAtomics(o.atomicCpus, o.increments);
   const std::uint64_t wanted = o.atomicCpus.size() * o.increments;
-  const bool atomicsRight = atomics.xadd == wanted && atomics.locked == wanted;
+  const bool atomicsRight =
+      atomics.xadd == wanted && atomics.xaddUnique && atomics.locked == wanted;
   const std::size_t bytes = o.mib << 20;
   const std::size_t pageBytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) usage(std::strerror(errno));
+  if (mem == MAP_FAILED) {
+    std::fprintf(stderr, "pimcloud-pagecheck: mmap of %zu MiB: %s\n", o.mib, std::strerror(errno));
+    return 1;
+  }
   madvise(mem, bytes, MADV_NOHUGEPAGE);  // 4 KiB pages: every move is a page of its own
   auto* words = static_cast<volatile std::uint64_t*>(mem);
   const std::size_t lines = bytes / (pimcloud::pagecheck::kLineWords * 8);
@@ -146,17 +157,20 @@ int main(int argc, char** argv) {
   std::thread mover([&] {
     pinned = pin(o.moverCpu) && pinned;
     std::vector<void*> addrs(pages);
-    std::vector<int> status(pages);
+    std::vector<int> status(pages), before(pages);
     for (std::size_t p = 0; p < pages; ++p) addrs[p] = static_cast<char*>(mem) + p * pageBytes;
     for (int target = o.nodeB; !done.load(); target = target == o.nodeA ? o.nodeB : o.nodeA) {
       std::vector<int> nodes(pages, target);
-      if (syscall(SYS_move_pages, 0, pages, addrs.data(), nodes.data(), status.data(),
-                  kMpolMfMove) < 0) {
+      // Where each page is first: a page counts as moved when it left another node.
+      const long asked = syscall(SYS_move_pages, 0, pages, addrs.data(), nullptr,
+                                 before.data(), 0);
+      if (asked < 0 || syscall(SYS_move_pages, 0, pages, addrs.data(), nodes.data(),
+                               status.data(), kMpolMfMove) < 0) {
         if (++moveErrors >= 100) break;  // no NUMA here, or no permission: the writer ends
         continue;
       }
       std::uint64_t landed = 0;
-      for (int s : status) landed += s == target;
+      for (std::size_t p = 0; p < pages; ++p) landed += before[p] != target && status[p] == target;
       pagesMoved += landed;
       ++moves;
     }
@@ -170,11 +184,17 @@ int main(int argc, char** argv) {
   }
   done = true;
   mover.join();
+  // The last round's writes too, with every move done.
+  const auto last = pimcloud::pagecheck::verifyAndWrite(words, lines, rounds);
+  if (last.mismatches > 0 && total.mismatches == 0) total = last;
+  else total.mismatches += last.mismatches;
+  const bool movedEnough = moveErrors.load() == 0 && moves.load() >= o.moves;
   std::printf("{\"bytes\": %zu, \"lines\": %zu, \"rounds\": %llu, \"moves\": %llu, "
               "\"pages_moved\": %llu, \"move_errors\": %llu, \"pinned\": %s, "
               "\"mismatches\": %llu, \"first_line\": %llu, \"first_found\": %llu, "
               "\"first_expected\": %llu, \"atomic_threads\": %zu, \"increments\": %llu, "
-              "\"xadd_count\": %llu, \"locked_count\": %llu, \"atomics_pinned\": %s, "
+              "\"xadd_count\": %llu, \"xadd_unique\": %s, \"locked_count\": %llu, "
+              "\"atomics_pinned\": %s, "
               "\"atomics_right\": %s}\n",
               bytes, lines, static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(moves.load()),
@@ -185,8 +205,8 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(total.firstFound),
               static_cast<unsigned long long>(total.firstExpected), o.atomicCpus.size(),
               static_cast<unsigned long long>(o.increments),
-              static_cast<unsigned long long>(atomics.xadd),
+              static_cast<unsigned long long>(atomics.xadd), atomics.xaddUnique ? "true" : "false",
               static_cast<unsigned long long>(atomics.locked), atomics.pinned ? "true" : "false",
               atomicsRight ? "true" : "false");
-  return total.mismatches == 0 && atomicsRight ? 0 : 1;
+  return total.mismatches == 0 && atomicsRight && movedEnough ? 0 : 1;
 }

@@ -32,6 +32,15 @@ def test_the_real_program_runs_on_this_host() -> None:
     assert done.returncode == 0 and answer["mismatches"] == 0, answer
     assert answer["rounds"] >= 10 and answer["moves"] >= 3, answer
     assert answer["atomics_right"] and answer["locked_count"] == 40000, answer
+    assert answer["xadd_unique"] and answer["pages_moved"] == 0, answer  # one node here
+
+
+def test_moves_that_fail_fail_the_check() -> None:
+    done = subprocess.run([str(_program()), "--mib", "1", "--rounds", "5", "--moves", "2",
+                           "--nodes", "0,63"], capture_output=True, text=True, timeout=120)
+    answer = json.loads(done.stdout)
+    assert done.returncode == 1 and answer["move_errors"] > 0, answer
+    assert answer["pages_moved"] == 0, answer  # nothing left another node
 
 
 def test_bad_arguments_are_named() -> None:
