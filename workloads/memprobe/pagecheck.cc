@@ -177,17 +177,13 @@ int main(int argc, char** argv) {
   });
   for (std::uint64_t r = 1;
        r < o.rounds || (moves.load() < o.moves && moveErrors.load() < 100); ++r) {
-    const auto pass = pimcloud::pagecheck::verifyAndWrite(words, lines, r);
-    if (pass.mismatches > 0 && total.mismatches == 0) total = pass;
-    else total.mismatches += pass.mismatches;
+    pimcloud::pagecheck::absorb(total, pimcloud::pagecheck::verifyAndWrite(words, lines, r));
     rounds = r + 1;
   }
   done = true;
   mover.join();
   // The last round's writes too, with every move done.
-  const auto last = pimcloud::pagecheck::verifyAndWrite(words, lines, rounds);
-  if (last.mismatches > 0 && total.mismatches == 0) total = last;
-  else total.mismatches += last.mismatches;
+  pimcloud::pagecheck::absorb(total, pimcloud::pagecheck::verifyAndWrite(words, lines, rounds));
   const bool movedEnough = moveErrors.load() == 0 && moves.load() >= o.moves;
   std::printf("{\"bytes\": %zu, \"lines\": %zu, \"rounds\": %llu, \"moves\": %llu, "
               "\"pages_moved\": %llu, \"move_errors\": %llu, \"pinned\": %s, "

@@ -22,6 +22,12 @@ struct Pass {
   std::uint64_t firstExpected = 0;
 };
 
+// Adds a pass to a running total, keeping the total's first mismatch.
+inline void absorb(Pass& total, const Pass& pass) {
+  if (pass.mismatches > 0 && total.mismatches == 0) total = pass;
+  else total.mismatches += pass.mismatches;
+}
+
 // Round `round` over `lines` lines at `words`: each line's word must hold round-1's value
 // (round 0 only writes), then takes this round's.
 inline Pass verifyAndWrite(volatile std::uint64_t* words, std::size_t lines, std::uint64_t round) {
