@@ -240,7 +240,15 @@ PimLinkRouter::handleTimingReq(PacketPtr pkt)
         ++stats.pairRequests[pair];
         stats.pairReqLatency[pair] += ready - enter;
     }
-    memSide[port]->schedTimingReq(pkt, ready);
+    // Not before an earlier request to the same line (ready_queue.hh says why); what
+    // passes through carries no data memory keeps and waits for nothing.
+    const Addr line = passesThrough(pkt) ? TimedQueue::kNoLine
+                                         : pkt->getBlockAddr(system->cacheLineSize());
+    const Tick sent = memSide[port]->schedTimingReq(pkt, ready, line);
+    if (sent != ready) {
+        ++stats.lineOrderHolds;
+        stats.lineOrderTicks += sent - ready;
+    }
     return true;
 }
 
@@ -312,26 +320,15 @@ PimLinkRouter::checkDrained()
 // ---------------------------------------------------------------------------
 // TimedQueue
 
-void
-PimLinkRouter::TimedQueue::insert(PacketPtr pkt, Tick ready)
-{
-    // Usually the newest packet is the latest one, so search from the back.
-    auto pos = packets.end();
-    while (pos != packets.begin() && std::prev(pos)->ready > ready)
-        --pos;
-    packets.insert(pos, Deferred{ready, pkt});
-}
-
 bool
-PimLinkRouter::TimedQueue::trySatisfyFunctional(PacketPtr pkt) const
+PimLinkRouter::satisfyFromQueue(const TimedQueue &queue, PacketPtr pkt)
 {
-    for (const Deferred &d : packets) {
-        if (pkt->trySatisfyFunctional(d.pkt)) {
-            pkt->makeResponse();
-            return true;
-        }
-    }
-    return false;
+    return queue.anyNewestFirst([pkt](PacketPtr queued) {
+        if (!pkt->trySatisfyFunctional(queued))
+            return false;
+        pkt->makeResponse();
+        return true;
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -373,7 +370,7 @@ PimLinkRouter::CpuSidePort::trySendTiming()
         scheduleSend();
         return;
     }
-    if (sendTimingResp(responses.front().pkt)) {
+    if (sendTimingResp(responses.front().item)) {
         responses.popFront();
         scheduleSend();
         router.respSent();
@@ -430,7 +427,7 @@ PimLinkRouter::CpuSidePort::recvFunctional(PacketPtr pkt)
 {
     // Data still inside the router (queued writes, read responses) is the newest.
     pkt->pushLabel(name());
-    bool done = responses.trySatisfyFunctional(pkt);
+    bool done = PimLinkRouter::satisfyFromQueue(responses, pkt);
     for (auto it = router.memSide.begin(); !done && it != router.memSide.end(); ++it)
         done = (*it)->trySatisfyFunctional(pkt);
     pkt->popLabel();
@@ -471,11 +468,12 @@ PimLinkRouter::MemSidePort::full() const
     return requests.size() >= router.reqQueueSize;
 }
 
-void
-PimLinkRouter::MemSidePort::schedTimingReq(PacketPtr pkt, Tick ready)
+Tick
+PimLinkRouter::MemSidePort::schedTimingReq(PacketPtr pkt, Tick ready, Addr line)
 {
-    requests.insert(pkt, ready);
+    const Tick sent = requests.insert(pkt, ready, line);
     scheduleSend();
+    return sent;
 }
 
 void
@@ -497,7 +495,7 @@ PimLinkRouter::MemSidePort::trySendTiming()
         scheduleSend();
         return;
     }
-    if (sendTimingReq(requests.front().pkt)) {
+    if (sendTimingReq(requests.front().item)) {
         requests.popFront();
         scheduleSend();
         router.reqSent();
@@ -526,7 +524,7 @@ PimLinkRouter::MemSidePort::recvTimingResp(PacketPtr pkt)
 bool
 PimLinkRouter::MemSidePort::trySatisfyFunctional(PacketPtr pkt) const
 {
-    return requests.trySatisfyFunctional(pkt);
+    return PimLinkRouter::satisfyFromQueue(requests, pkt);
 }
 
 void
@@ -600,7 +598,12 @@ PimLinkRouter::RouterStats::RouterStats(PimLinkRouter &router)
       ADD_STAT(passThrough, statistics::units::Count::get(),
                "Requests passed through without link time (maintenance, express snoops)"),
       ADD_STAT(refusedRequests, statistics::units::Count::get(),
-               "Requests refused because a queue was full (the membus retries them)")
+               "Requests refused because a queue was full (the membus retries them)"),
+      ADD_STAT(lineOrderHolds, statistics::units::Count::get(),
+               "Requests held back behind an earlier request to the same line on a "
+               "slower route (they would have overtaken it)"),
+      ADD_STAT(lineOrderTicks, statistics::units::Tick::get(),
+               "Total ticks requests were held back to keep the same-line order")
 {}
 
 void

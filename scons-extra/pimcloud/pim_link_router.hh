@@ -21,6 +21,7 @@
 #include "mem/port.hh"
 #include "params/PimLinkRouter.hh"
 #include "pimcloud/link_model.hh"
+#include "pimcloud/ready_queue.hh"
 #include "sim/eventq.hh"
 #include "sim/sim_object.hh"
 
@@ -42,28 +43,10 @@ class PimLinkRouter : public SimObject
     DrainState drain() override;
 
   private:
-    // A packet waiting in the router until it has crossed its links.
-    struct Deferred
-    {
-        Tick ready;
-        PacketPtr pkt;
-    };
-
-    // Packets in order of ready tick; equal ticks keep arrival order, so packets
-    // on one route never overtake each other.
-    class TimedQueue
-    {
-      public:
-        void insert(PacketPtr pkt, Tick ready);
-        bool empty() const { return packets.empty(); }
-        std::size_t size() const { return packets.size(); }
-        const Deferred &front() const { return packets.front(); }
-        void popFront() { packets.pop_front(); }
-        bool trySatisfyFunctional(PacketPtr pkt) const;
-
-      private:
-        std::deque<Deferred> packets;
-    };
+    // Packets waiting out their links (ready_queue.hh: same-line requests keep the
+    // membus's order).
+    using TimedQueue = ::pimcloud::ReadyQueue<PacketPtr>;
+    static bool satisfyFromQueue(const TimedQueue &queue, PacketPtr pkt);
 
     class MemSidePort;
 
@@ -105,7 +88,8 @@ class PimLinkRouter : public SimObject
       public:
         MemSidePort(const std::string &name, PimLinkRouter &router, PortID id);
 
-        void schedTimingReq(PacketPtr pkt, Tick ready);
+        // Returns the tick the request will leave at (same-line order may hold it).
+        Tick schedTimingReq(PacketPtr pkt, Tick ready, Addr line);
         bool full() const;
         bool trySatisfyFunctional(PacketPtr pkt) const;
 
@@ -156,6 +140,8 @@ class PimLinkRouter : public SimObject
         statistics::Formula pairAvgLatency;
         statistics::Scalar passThrough;
         statistics::Scalar refusedRequests;
+        statistics::Scalar lineOrderHolds;
+        statistics::Scalar lineOrderTicks;
     };
 
     System *system;

@@ -4,6 +4,7 @@
 #include "pimcloud/counters_model.hh"
 #include "pimcloud/hpet_model.hh"
 #include "pimcloud/link_model.hh"
+#include "pimcloud/ready_queue.hh"
 
 int
 main()
@@ -19,5 +20,8 @@ main()
     config.cpuPeriods = {500};
     const pimcloud::counters::Device device(config);
     const bool counters_ok = device.read(PIMC_MAGIC, 0) == PIMCLOUD_COUNTERS_MAGIC;
-    return ok && counters_ok ? 0 : 1;
+    pimcloud::ReadyQueue<int> queue;
+    queue.insert(1, 10, 0x40);
+    const bool queue_ok = queue.insert(2, 5, 0x40) == 10;
+    return ok && counters_ok && queue_ok ? 0 : 1;
 }
