@@ -6,8 +6,15 @@
 // as lost writes. With --atomic-cpus it first checks that locked read-modify-writes are
 // atomic across those cores: each thread adds to one counter with `lock xadd` and to
 // another under a compare-and-swap spinlock (the kernel's locks are made of these), and
-// both must end at threads x increments (and xadd hand out every value once). Prints one
-// JSON object; exits 1 on any mismatch, a failed move or fewer moves than --moves.
+// both must end at threads x increments (and xadd hand out every value once). With
+// --handoff-cpus A,B it also hands lines between two cores through memory: each round one
+// core checks the other's last round, writes its own, flushes every line (clflush: the
+// data leaves as writebacks on the writer's route to --handoff-node) and passes the turn;
+// the other reads them back from memory, last line first. A memory system that lets the
+// reader's request overtake the writer's writeback of the same line (a fast local route
+// past a slow remote one) shows up as stale lines; --congest-cpus adds streaming threads
+// to that node to load the writer's route. Prints one JSON object; exits 1 on any
+// mismatch, a failed move or fewer moves than --moves.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -40,15 +47,33 @@ struct Options {
   int nodeB = 1;
   std::vector<int> atomicCpus;  // empty: no atomics check
   std::uint64_t increments = 20000;
+  std::vector<int> handoffCpus;  // empty: no hand-over check; else exactly two
+  int handoffNode = -1;          // -1: wherever the kernel puts the lines
+  std::uint64_t handoffRounds = 2000;
+  std::size_t handoffLines = 64;
+  std::vector<int> congestCpus;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "pimcloud-pagecheck: %s\n"
                "usage: pimcloud-pagecheck [--mib N] [--rounds R] [--writer-cpu C] "
-               "[--mover-cpu C] [--nodes A,B] [--moves M] [--atomic-cpus C,C... --increments K]\n",
+               "[--mover-cpu C] [--nodes A,B] [--moves M] [--atomic-cpus C,C... --increments K] "
+               "[--handoff-cpus A,B [--handoff-node N] [--handoff-rounds R] [--handoff-lines L] "
+               "[--congest-cpus C,C...]]\n",
                why);
   std::exit(2);
+}
+
+std::vector<int> cpuList(const std::string& flag, const char* value) {
+  std::vector<int> cpus;
+  for (const char* p = value; *p != '\0';) {
+    char* end = nullptr;
+    cpus.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+    if (end == p) usage((flag + " takes CPUs separated by commas, e.g. 0,2,4").c_str());
+    p = *end == ',' ? end + 1 : end;
+  }
+  return cpus;
 }
 
 Options parse(int argc, char** argv) {
@@ -61,14 +86,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--rounds") o.rounds = std::strtoull(value, nullptr, 10);
     else if (flag == "--moves") o.moves = std::strtoull(value, nullptr, 10);
     else if (flag == "--increments") o.increments = std::strtoull(value, nullptr, 10);
-    else if (flag == "--atomic-cpus") {
-      for (const char* p = value; *p != '\0';) {
-        char* end = nullptr;
-        o.atomicCpus.push_back(static_cast<int>(std::strtol(p, &end, 10)));
-        if (end == p) usage("--atomic-cpus takes CPUs separated by commas, e.g. 0,2,4");
-        p = *end == ',' ? end + 1 : end;
-      }
-    }
+    else if (flag == "--atomic-cpus") o.atomicCpus = cpuList(flag, value);
+    else if (flag == "--handoff-cpus") o.handoffCpus = cpuList(flag, value);
+    else if (flag == "--congest-cpus") o.congestCpus = cpuList(flag, value);
+    else if (flag == "--handoff-node") o.handoffNode = std::atoi(value);
+    else if (flag == "--handoff-rounds") o.handoffRounds = std::strtoull(value, nullptr, 10);
+    else if (flag == "--handoff-lines") o.handoffLines = std::strtoul(value, nullptr, 10);
     else if (flag == "--writer-cpu") o.writerCpu = std::atoi(value);
     else if (flag == "--mover-cpu") o.moverCpu = std::atoi(value);
     else if (flag == "--nodes") {
@@ -77,7 +100,11 @@ Options parse(int argc, char** argv) {
       usage(("unknown option " + flag).c_str());
     }
   }
-  if (o.mib == 0 || o.rounds < 2) usage("--mib must be at least 1 and --rounds at least 2");
+  if (o.rounds < 2) usage("--rounds must be at least 2");
+  if (!o.handoffCpus.empty() && o.handoffCpus.size() != 2)
+    usage("--handoff-cpus takes two CPUs, e.g. 0,4 (a host core and a PIM core)");
+  if (!o.handoffCpus.empty() && (o.handoffRounds < 2 || o.handoffLines == 0))
+    usage("--handoff-rounds must be at least 2 and --handoff-lines at least 1");
   return o;
 }
 
@@ -127,6 +154,123 @@ Atomics checkAtomics(const std::vector<int>& cpus, std::uint64_t increments) {
   return {n, n * (n - 1) / 2 == handedOut.load(), locked, pinned.load()};
 }
 
+void flushLine(const volatile void* p) { asm volatile("clflush (%0)" ::"r"(p) : "memory"); }
+
+// `bytes` of anonymous memory, bound to `node` unless it is -1 (MPOL_BIND, every page
+// faulted in), or nullptr.
+void* mapOn(std::size_t bytes, int node) {
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  if (node >= 0) {
+    unsigned long mask[16] = {};
+    if (node >= static_cast<int>(sizeof mask * 8)) return nullptr;
+    mask[node / 64] = 1UL << (node % 64);
+    constexpr unsigned long kMpolBind = 2;
+    if (syscall(SYS_mbind, mem, bytes, kMpolBind, mask, sizeof mask * 8, 0UL) != 0) return nullptr;
+  }
+  std::memset(mem, 0, bytes);
+  return mem;
+}
+
+struct Handoff {
+  bool ran = false;
+  bool mapped = true;
+  bool pinned = true;
+  std::uint64_t rounds = 0;
+  std::uint64_t congestBytes = 0;  // what the congesting threads streamed
+  pimcloud::pagecheck::Pass total;
+};
+
+// Two cores take turns through memory (see the top of the file).
+Handoff checkHandoff(const Options& o) {
+  Handoff h;
+  h.ran = true;
+  const std::size_t bytes = o.handoffLines * pimcloud::pagecheck::kLineWords * 8;
+  void* mem = mapOn(bytes, o.handoffNode);
+  constexpr std::size_t kCongestBytes = 8 << 20;
+  std::vector<void*> congest;
+  for (std::size_t i = 0; mem != nullptr && i < o.congestCpus.size(); ++i) {
+    congest.push_back(mapOn(kCongestBytes, o.handoffNode));
+    if (congest.back() == nullptr) mem = nullptr;
+  }
+  if (mem == nullptr) {
+    h.mapped = false;
+    return h;
+  }
+  auto* words = static_cast<volatile std::uint64_t*>(mem);
+  std::atomic<std::uint64_t> turn{0};
+  std::atomic<bool> done{false};
+  std::atomic<bool> pinned{true};
+  std::atomic<std::uint64_t> streamed{0};
+  std::vector<pimcloud::pagecheck::Pass> found(2);
+  std::vector<std::thread> streams;
+  for (std::size_t i = 0; i < o.congestCpus.size(); ++i) {
+    streams.emplace_back([&, i] {
+      if (!pin(o.congestCpus[i])) pinned = false;
+      auto* line = static_cast<volatile std::uint64_t*>(congest[i]);
+      std::uint64_t n = 0;
+      while (!done.load(std::memory_order_relaxed)) {
+        for (std::size_t w = 0; w < kCongestBytes / 8; w += 8) line[w] = line[w] + 1;
+        n += kCongestBytes;
+      }
+      streamed += n;
+    });
+  }
+  std::vector<std::thread> sides;
+  for (int side = 0; side < 2; ++side) {
+    sides.emplace_back([&, side] {
+      if (!pin(o.handoffCpus[static_cast<std::size_t>(side)])) pinned = false;
+      for (std::uint64_t r = static_cast<std::uint64_t>(side); r < o.handoffRounds; r += 2) {
+        while (turn.load(std::memory_order_acquire) != r) {
+        }
+        pimcloud::pagecheck::absorb(found[static_cast<std::size_t>(side)],
+            pimcloud::pagecheck::verifyAndWrite(words, o.handoffLines, r, true));
+        for (std::size_t line = 0; line < o.handoffLines; ++line)
+          flushLine(words + line * pimcloud::pagecheck::kLineWords);
+        asm volatile("mfence" ::: "memory");
+        turn.store(r + 1, std::memory_order_release);
+      }
+    });
+  }
+  for (auto& t : sides) t.join();
+  done = true;
+  for (auto& t : streams) t.join();
+  // The last round, read back by whoever ran main.
+  pimcloud::pagecheck::absorb(found[0], found[1]);
+  pimcloud::pagecheck::absorb(
+      found[0], pimcloud::pagecheck::verifyAndWrite(words, o.handoffLines, o.handoffRounds, true));
+  h.total = found[0];
+  h.rounds = o.handoffRounds;
+  h.pinned = pinned.load();
+  h.congestBytes = streamed.load();
+  munmap(mem, bytes);
+  for (void* c : congest) munmap(c, kCongestBytes);
+  return h;
+}
+
+// The atomics' and the hand-over's fields, closing the JSON object.
+void report(const Options& o, const Atomics& atomics, bool atomicsRight, const Handoff& h) {
+  std::printf("\"atomic_threads\": %zu, \"increments\": %llu, "
+              "\"xadd_count\": %llu, \"xadd_unique\": %s, \"locked_count\": %llu, "
+              "\"atomics_pinned\": %s, \"atomics_right\": %s, "
+              "\"handoff_rounds\": %llu, \"handoff_lines\": %zu, "
+              "\"handoff_node\": %d, \"handoff_mapped\": %s, \"handoff_pinned\": %s, "
+              "\"handoff_mismatches\": %llu, \"handoff_first_line\": %llu, "
+              "\"handoff_first_found\": %llu, \"handoff_first_expected\": %llu, "
+              "\"congest_threads\": %zu, \"congest_bytes\": %llu}\n",
+              o.atomicCpus.size(), static_cast<unsigned long long>(o.increments),
+              static_cast<unsigned long long>(atomics.xadd), atomics.xaddUnique ? "true" : "false",
+              static_cast<unsigned long long>(atomics.locked), atomics.pinned ? "true" : "false",
+              atomicsRight ? "true" : "false",
+              static_cast<unsigned long long>(h.rounds), o.handoffLines, o.handoffNode,
+              h.mapped ? "true" : "false", h.pinned ? "true" : "false",
+              static_cast<unsigned long long>(h.total.mismatches),
+              static_cast<unsigned long long>(h.total.firstLine),
+              static_cast<unsigned long long>(h.total.firstFound),
+              static_cast<unsigned long long>(h.total.firstExpected), o.congestCpus.size(),
+              static_cast<unsigned long long>(h.congestBytes));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,7 +280,17 @@ int main(int argc, char** argv) {
   const std::uint64_t wanted = o.atomicCpus.size() * o.increments;
   const bool atomicsRight =
       atomics.xadd == wanted && atomics.xaddUnique && atomics.locked == wanted;
+  Handoff handoff;
+  if (!o.handoffCpus.empty()) handoff = checkHandoff(o);
+  const bool handoffRight = !handoff.ran || (handoff.mapped && handoff.total.mismatches == 0);
+  // --mib 0: no migration check (the other checks alone).
   const std::size_t bytes = o.mib << 20;
+  if (bytes == 0) {
+    std::printf("{\"bytes\": 0, \"rounds\": 0, \"moves\": 0, \"move_errors\": 0, "
+                "\"mismatches\": 0, ");
+    report(o, atomics, atomicsRight, handoff);
+    return atomicsRight && handoffRight ? 0 : 1;
+  }
   const std::size_t pageBytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -188,10 +342,7 @@ int main(int argc, char** argv) {
   std::printf("{\"bytes\": %zu, \"lines\": %zu, \"rounds\": %llu, \"moves\": %llu, "
               "\"pages_moved\": %llu, \"move_errors\": %llu, \"pinned\": %s, "
               "\"mismatches\": %llu, \"first_line\": %llu, \"first_found\": %llu, "
-              "\"first_expected\": %llu, \"atomic_threads\": %zu, \"increments\": %llu, "
-              "\"xadd_count\": %llu, \"xadd_unique\": %s, \"locked_count\": %llu, "
-              "\"atomics_pinned\": %s, "
-              "\"atomics_right\": %s}\n",
+              "\"first_expected\": %llu, ",
               bytes, lines, static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(moves.load()),
               static_cast<unsigned long long>(pagesMoved.load()),
@@ -199,10 +350,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(total.mismatches),
               static_cast<unsigned long long>(total.firstLine),
               static_cast<unsigned long long>(total.firstFound),
-              static_cast<unsigned long long>(total.firstExpected), o.atomicCpus.size(),
-              static_cast<unsigned long long>(o.increments),
-              static_cast<unsigned long long>(atomics.xadd), atomics.xaddUnique ? "true" : "false",
-              static_cast<unsigned long long>(atomics.locked), atomics.pinned ? "true" : "false",
-              atomicsRight ? "true" : "false");
-  return total.mismatches == 0 && atomicsRight && movedEnough ? 0 : 1;
+              static_cast<unsigned long long>(total.firstExpected));
+  report(o, atomics, atomicsRight, handoff);
+  return total.mismatches == 0 && atomicsRight && handoffRight && movedEnough ? 0 : 1;
 }

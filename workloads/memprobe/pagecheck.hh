@@ -29,10 +29,12 @@ inline void absorb(Pass& total, const Pass& pass) {
 }
 
 // Round `round` over `lines` lines at `words`: each line's word must hold round-1's value
-// (round 0 only writes), then takes this round's.
-inline Pass verifyAndWrite(volatile std::uint64_t* words, std::size_t lines, std::uint64_t round) {
+// (round 0 only writes), then takes this round's. `backwards` visits the last line first.
+inline Pass verifyAndWrite(volatile std::uint64_t* words, std::size_t lines, std::uint64_t round,
+                           bool backwards = false) {
   Pass pass;
-  for (std::size_t line = 0; line < lines; ++line) {
+  for (std::size_t i = 0; i < lines; ++i) {
+    const std::size_t line = backwards ? lines - 1 - i : i;
     volatile std::uint64_t& word = words[line * kLineWords];
     if (round > 0) {
       const std::uint64_t want = expected(round - 1, line);

@@ -35,6 +35,24 @@ def test_the_real_program_runs_on_this_host() -> None:
     assert answer["xadd_unique"] and answer["pages_moved"] == 0, answer  # one node here
 
 
+def test_lines_handed_between_two_cores_through_memory_arrive() -> None:
+    """--handoff-cpus alone (--mib 0: no migration check): two threads take turns over 64
+    lines, each flushed to memory before the other reads it back, beside a streaming one."""
+    done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", "0,0",
+                           "--handoff-rounds", "400", "--congest-cpus", "0"],
+                          capture_output=True, text=True, timeout=120)
+    answer = json.loads(done.stdout)
+    assert done.returncode == 0 and answer["handoff_mismatches"] == 0, answer
+    assert answer["handoff_rounds"] == 400 and answer["handoff_lines"] == 64, answer
+    assert answer["bytes"] == 0 and answer["congest_threads"] == 1, answer
+
+
+def test_handoff_takes_two_cpus() -> None:
+    done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--handoff-cpus takes two CPUs" in done.stderr
+
+
 def test_moves_that_fail_fail_the_check() -> None:
     done = subprocess.run([str(_program()), "--mib", "1", "--rounds", "5", "--moves", "2",
                            "--nodes", "0,63"], capture_output=True, text=True, timeout=120)
@@ -65,6 +83,7 @@ def test_moves_between_the_ddr_and_a_stack_keep_every_write(tmp_path: Path) -> N
         'mkdir -p "$out"\n'
         '"$here/bin/pimcloud-pagecheck" --mib 4 --rounds 50 --moves 6 --writer-cpu 1 '
         '--mover-cpu 0 --nodes 0,1 --atomic-cpus 0,1,2,3,4,5 --increments 20000 '
+        '--handoff-cpus 0,2 --handoff-node 1 --handoff-rounds 400 '
         '> "$out/pagecheck.json"\n')
     result = qemu.run_scenario("tiered-mini", scenario, out=tmp_path / "run",
                                kernel=build_kernel().bzimage, timeout=600)
@@ -76,3 +95,5 @@ def test_moves_between_the_ddr_and_a_stack_keep_every_write(tmp_path: Path) -> N
     assert answer["moves"] >= 6 and answer["pages_moved"] >= 6 * 1024, answer
     assert answer["mismatches"] == 0, answer
     assert answer["atomics_pinned"] and answer["atomics_right"], answer
+    assert answer["handoff_mapped"] and answer["handoff_pinned"], answer
+    assert answer["handoff_mismatches"] == 0, answer

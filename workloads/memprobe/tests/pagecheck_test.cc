@@ -24,3 +24,14 @@ TEST(PageCheck, ALostWriteAndAnotherLinesDataAreFound) {
   EXPECT_EQ(p.firstExpected, expected(1, 5));
   EXPECT_EQ(verifyAndWrite(buf.data(), 64, 3).mismatches, 0U);  // rewritten in round 2
 }
+
+TEST(PageCheck, BackwardsVisitsTheLastLineFirst) {
+  std::vector<std::uint64_t> buf(64 * kLineWords);
+  verifyAndWrite(buf.data(), 64, 0);
+  buf[3 * kLineWords] = 0;
+  buf[60 * kLineWords] = 0;
+  const Pass p = verifyAndWrite(buf.data(), 64, 1, true);
+  EXPECT_EQ(p.mismatches, 2U);
+  EXPECT_EQ(p.firstLine, 60U);
+  EXPECT_EQ(verifyAndWrite(buf.data(), 64, 2).mismatches, 0U);  // every line written once
+}
