@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
+from pimcloud.file_digest import file_digest
 
 from .backends import Outcome
 from .campaign import Campaign, open_campaign
@@ -42,8 +43,18 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def gem5_binary_sha256(campaign: Campaign) -> str | None:
+    """sha256 of the gem5 binary an attempt starts with: a gem5 rebuilt in place between
+    two runs of one campaign (a fix to a SimObject) shows in their records."""
+    gem5 = campaign.record.get("gem5")
+    if campaign.backend_name != "gem5" or not gem5 or not Path(gem5).is_file():
+        return None
+    return file_digest(Path(gem5), campaign.dir.root / ".digests.json")
+
+
 def execution_record(campaign: Campaign, run: Run, outcome: Outcome, attempt: int,
-                     started: str, failures: list[str]) -> dict[str, Any]:
+                     started: str, failures: list[str],
+                     gem5_sha256: str | None = None) -> dict[str, Any]:
     backend = campaign.backend_name
     extra = {k: v for k, v in outcome.extra.items() if k not in ("results",)}
     return {
@@ -53,6 +64,7 @@ def execution_record(campaign: Campaign, run: Run, outcome: Outcome, attempt: in
         "backend": backend,
         "timing": campaign.record.get("timing"),
         "gem5_version": campaign.record.get("gem5_version"),
+        "gem5_sha256": gem5_sha256,
         "exit_cause": outcome.cause,
         "host_seconds": round(outcome.host_seconds, 3),
         "simulated_seconds": outcome.simulated_seconds,
@@ -84,6 +96,7 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
             staging = folder.staging / f"{run.run_id}.attempt-{attempt}.{secrets.token_hex(3)}"
             staging.mkdir(parents=True)
             started = _now()
+            gem5_sha256 = gem5_binary_sha256(campaign)
             log(f"{run.run_id}: attempt {attempt} of {campaign.max_attempts} ({backend.name})")
             try:
                 outcome = backend.attempt(run, staging)
@@ -91,7 +104,8 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                 outcome = Outcome(False, "runner-error", f"{error}\n{traceback.format_exc()}",
                                   0.0)
             failures = [_failure_cause(p) for p in previous]
-            record = execution_record(campaign, run, outcome, attempt, started, failures)
+            record = execution_record(campaign, run, outcome, attempt, started, failures,
+                                      gem5_sha256)
             if outcome.ok:
                 run_record = {"run_id": run.run_id, **run.axes_record(), "execution": record}
                 atomic_write_text(staging / RUN_RECORD, json.dumps(run_record, indent=1) + "\n")

@@ -6,6 +6,7 @@ test_campaign_qemu.py (QEMU)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -44,6 +45,9 @@ def test_campaign_completes_from_one_checkpoint(
         assert execution["backend"] == "gem5" and execution["exit_cause"] == "m5-exit"
         assert execution["spec_hash"] == campaign.spec.spec_hash
         assert execution["gem5_version"] == "24.0.0.1" and execution["host_seconds"] > 0
+        # The binary each run started with, so a gem5 rebuilt mid-campaign shows.
+        wrapper = Path(campaign.record["gem5"])
+        assert execution["gem5_sha256"] == hashlib.sha256(wrapper.read_bytes()).hexdigest()
         assert execution["simulated_seconds"] == pytest.approx(0.11)
         assert (tmp_path / "out" / "runs" / run_id / "m5out" / "stats.txt").is_file()
     # What analysis reads: one row per run with its axes, requests and stats by run id.
