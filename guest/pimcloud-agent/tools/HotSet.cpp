@@ -84,6 +84,25 @@ void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int round
   }
 }
 
+// Every page of the sets with its frame and what it is meant to be, so that the driver's
+// answer can be read against it outside the guest.
+void writeFrames(const HotSetOptions& o, const std::vector<Region>& regions) {
+  std::FILE* out = std::fopen(o.framesFile.c_str(), "w");
+  if (out == nullptr) return;
+  for (const Region& r : regions) {
+    for (int i = 0; i < r.pages; ++i) {
+      const char* kind = i >= o.hotPages ? "cold"
+                         : sharedPage(i) && writtenPage(i) ? "shared-rw"
+                         : sharedPage(i) ? "shared-ro"
+                         : writtenPage(i) ? "private-rw" : "private-ro";
+      std::fprintf(out, "%d %d %s %llx\n", r.node, i, kind,
+                   static_cast<unsigned long long>(
+                       frameOf(r.base + static_cast<std::size_t>(i) * kPage)));
+    }
+  }
+  std::fclose(out);
+}
+
 }  // namespace
 
 std::uint64_t frameOf(const void* address) {
@@ -142,6 +161,7 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
       (void)*line;
     }
   }
+  if (!o.framesFile.empty()) writeFrames(o, regions);
   bool ok = true;
   std::printf("{\"memories\": [");
   for (std::size_t k = 0; k < regions.size(); ++k) {

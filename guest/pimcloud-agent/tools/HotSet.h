@@ -18,6 +18,7 @@ struct HotSetOptions {
   int hostCpu = 0;
   int pimCpu = -1;                  // -1: the first CPU of the first memory's node
   int rounds = 100;                 // passes over the hot set per thread
+  std::string framesFile;           // if set: every page's frame, for a closer look
 };
 
 // The physical frame behind an address of this process, or 0 (pagemap needs root).

@@ -3,8 +3,9 @@
 //   pimcloud-hw self-test   map a page, find its frame in /proc/self/pagemap and check
 //                           that the driver's reverse map names this process and page
 //   pimcloud-hw hotset [--nodes 1,2] [--pages 200] [--cold 2000] [--rounds 100]
-//                      [--host-cpu 0] [--pim-cpu C] [--min-precision 0.9]
-//                           the counters' acceptance test (tools/HotSet.h)
+//                      [--host-cpu 0] [--pim-cpu C] [--min-precision 0.9] [--frames FILE]
+//                           the counters' acceptance test (tools/HotSet.h); --frames
+//                           writes "node index kind pfn" per page of the sets
 // Prints the driver's answer; exits 1 on an "error:" answer or a failed self-test.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -69,6 +70,7 @@ int hotSet(int argc, char** argv) {
       else if (flag == "--host-cpu") o.hostCpu = std::stoi(value);
       else if (flag == "--pim-cpu") o.pimCpu = std::stoi(value);
       else if (flag == "--min-precision") minPrecision = std::stod(value);
+      else if (flag == "--frames") o.framesFile = value;
       else throw std::invalid_argument("unknown option");
     } catch (const std::exception&) {
       std::cerr << "pimcloud-hw hotset: bad " << flag << " " << value << "\n";
