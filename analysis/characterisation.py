@@ -34,6 +34,7 @@ from ..workloads.services import SERVICES
 from . import figures
 from .paper_values import ARCHITECTURES, paper_table_iii
 from .queueing import MGk, knee, p99_interval
+from .reference import read_reference
 
 LOW_LOAD = 0.10  # the paper's "less than 10 % of per-core utilisation"
 CURVE_UTILISATIONS = np.round(np.arange(0.10, 0.96, 0.01), 2)  # where curves are drawn
@@ -201,25 +202,37 @@ def table_iii(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     frame = _model_rows([r for r in results if r.cell.placement == "ft"], qos)
     if frame.empty:
         return frame
+    return normalised(frame.drop(columns="placement"))
+
+
+def normalised(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table III's max loads over each service's arch1 max load."""
+    if frame.empty:
+        return frame
     base = frame[frame["arch"] == BASELINE].set_index("app")["max_load_rps"]
+    frame = frame.copy()
     frame["normalized_max_load"] = [
         row.max_load_rps / base[row.app] if row.app in base and base[row.app] > 0 else np.nan
         for row in frame.itertuples()]
-    return frame.drop(columns="placement")
+    return frame
 
 
 PLACEMENT_BASELINE = "arch8"  # Fig. 3: every access local (one stack)
 
 
-def placement_table(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
+def placement_table(results: list[CellResult], qos: pd.DataFrame,
+                    local: pd.DataFrame | None = None) -> pd.DataFrame:
     """Fig. 3: on each preset with placement cells (arch9), every service's max load
     under each static placement, normalised to its max load on arch8 (all accesses
-    local), or, without an arch8 cell, to its best placement (``normalized_to``)."""
+    local), or, without an arch8 cell, to its best placement (``normalized_to``).
+    ``local``: a Table III to take arch8 from (default: the results' own)."""
     presets = {r.cell.preset for r in results if r.cell.placement != "ft"}
     frame = _model_rows([r for r in results if r.cell.preset in presets], qos)
     if frame.empty:
         return frame
-    local = table_iii([r for r in results if r.cell.preset == PLACEMENT_BASELINE], qos)
+    if local is None:
+        local = table_iii([r for r in results if r.cell.preset == PLACEMENT_BASELINE], qos)
+    local = local[local["arch"] == PLACEMENT_BASELINE] if len(local) else local
     local_load = local.set_index("app")["max_load_rps"] if len(local) else pd.Series(
         dtype=float)
     best = frame.groupby(["arch", "app"])["max_load_rps"].transform("max")
@@ -288,6 +301,40 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "probes": len(data.get("probes", [])),
                      "error": (predicted - measured) / measured if measured else np.nan})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- carried cells
+
+# Each reference table's cell key: a study made over several sessions (or machines) adds
+# its cells to the reference and keeps the ones it did not make this time.
+CELL_KEYS = {"points": ("preset", "app", "placement"), "curves": ("arch", "app"),
+             "table_iii": ("arch", "app"), "validation": ("arch", "app"),
+             "placement": ("arch", "app", "placement")}
+
+
+def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """``reference``'s rows of table ``name`` whose cells ``ours`` lacks."""
+    if reference.empty:
+        return reference
+    reference = reference.copy()
+    keys = list(CELL_KEYS[name])
+    if "placement" in keys and "placement" not in reference.columns:
+        reference["placement"] = "ft"  # written before the study had placements
+    if ours.empty or not set(keys) <= set(ours.columns):
+        return reference
+    mine = set(map(tuple, ours[keys].astype(str).to_numpy()))
+    keep = [tuple(row) not in mine for row in reference[keys].astype(str).to_numpy()]
+    return reference[keep]
+
+
+def with_carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """``ours`` and the reference's other cells, each row marked ``carried`` or not."""
+    extra = carried(name, ours, reference).assign(carried=True)
+    if len(ours):
+        ours = ours.assign(carried=False)
+    if extra.empty:
+        return ours
+    return extra if ours.empty else pd.concat([ours, extra], ignore_index=True)
 
 
 # ----------------------------------------------------------------------------- the claims
@@ -423,7 +470,7 @@ def _table_figure(table: pd.DataFrame) -> Any:
     return figures.table_iii_figure(wide.loc[order])
 
 
-def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFrame,
+def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
           qos: pd.DataFrame) -> Any:
     """Fig. 2: per service, the model's p99 against load per architecture, the measured
     points with their p99 intervals, QoS (dashed) and max loads (dotted)."""
@@ -437,10 +484,9 @@ def _fig2(curve_frame: pd.DataFrame, results: list[CellResult], table: pd.DataFr
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 50k, not 50000
         app = ax.get_title()
         for arch in sorted(frame[frame["app"] == app]["arch"].unique()):
-            for result in results:
-                if (result.cell.service, result.cell.preset) != (app, arch):
-                    continue
-                pts = result.points
+            pts = points[(points["app"] == app) & (points["preset"] == arch)] \
+                if len(points) else points
+            if len(pts):
                 ax.errorbar(pts["rps"], pts["p99_ns"] / 1e6,
                             yerr=[(pts["p99_ns"] - pts["p99_low_ns"]) / 1e6,
                                   (pts["p99_high_ns"] - pts["p99_ns"]) / 1e6],
@@ -461,13 +507,21 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         pd.DataFrame()
     first_touch = [r for r in results if r.cell.placement == "ft"]  # Fig. 2, Table III
     curve_frame = curves(first_touch)
+    # Into the reference: its cells this study did not make stay (their own model rows),
+    # and QoS comes from arch1's curve wherever it is.
+    ref = {name: read_reference(name, reference) if reference is not None else pd.DataFrame()
+           for name in CELL_KEYS}
+    curve_frame = with_carried("curves", curve_frame, ref["curves"])
     qos = qos_targets(curve_frame, qos_how) if len(curve_frame) else pd.DataFrame(
         columns=["app", "qos_ns"])
-    table = table_iii(first_touch, qos)
-    placement = placement_table(results, qos)
+    table = normalised(with_carried("table_iii", table_iii(first_touch, qos),
+                                    ref["table_iii"])) if len(qos) else pd.DataFrame()
+    placement = with_carried("placement", placement_table(results, qos, table),
+                             ref["placement"])
+    points = with_carried("points", points, ref["points"])
     checks = claims(table, placement)
     ranks = rank_correlations(table)
-    valid = validation(first_touch, qos)
+    valid = with_carried("validation", validation(first_touch, qos), ref["validation"])
     tables = {"points": points, "curves": curve_frame, "qos": qos, "table_iii": table,
               "placement": placement, "claims": checks, "spearman": ranks,
               "validation": valid, "paper_table_iii": paper_table_iii()}
@@ -475,7 +529,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         atomic_write_text(out / "tables" / f"{name}.csv", frame.to_csv(index=False))
     drawn = []
     if len(table):
-        figures.save_figure(_fig2(curve_frame, first_touch, table, qos),
+        ft_points = points[points["placement"] == "ft"] if "placement" in points else points
+        figures.save_figure(_fig2(curve_frame, ft_points, table, qos),
                             out / "figures" / "fig2")
         figures.save_figure(_table_figure(table), out / "figures" / "table_iii")
         drawn = ["fig2", "table_iii"]

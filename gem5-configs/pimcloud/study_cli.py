@@ -5,7 +5,7 @@
                             [--executor local|slurm]
     pimcloud study status DIR
     pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05]
-    pimcloud study report DIR [--reference] [--screenshot]
+    pimcloud study report DIR [--reference [DIR]] [--screenshot]
 
 The top of the layers: it composes campaigns (runs) and their analysis.
 """
@@ -234,9 +234,10 @@ def _report(args: argparse.Namespace) -> int:
     study, root = open_study(args.study)
     from .analysis.reference import REFERENCE_DIR
 
+    reference = None if args.reference is None else (
+        REFERENCE_DIR if args.reference == "bundle" else Path(args.reference))
     out = write_study_report(study, root, args.out, qos_how=args.qos,
-                             screenshot=args.screenshot,
-                             reference=REFERENCE_DIR if args.reference else None)
+                             screenshot=args.screenshot, reference=reference)
     print(f"report: {out}")
     return 0
 
@@ -277,7 +278,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     report.add_argument("--screenshot", action="store_true")
     report.add_argument("--qos", choices=("knee", "table2"), default="knee",
                         help="QoS per service: the knee of its arch1 curve, or Table II's")
-    report.add_argument("--reference", action="store_true",
-                        help="also write the tables and figures into analysis/reference/ "
-                             "(the bundle's reference results)")
+    report.add_argument("--reference", nargs="?", const="bundle", metavar="DIR",
+                        help="also write the tables and figures into the reference results "
+                             "(analysis/reference/, or DIR), keeping its cells this study "
+                             "did not make")
     report.set_defaults(handler=_report)

@@ -150,3 +150,22 @@ def test_a_study_runs_resumes_validates_and_reports(
     assert claims["verdict"].iloc[0].startswith("holds")
     assert (out / "report" / "figures" / "fig2.png").is_file()
     assert (out / "report" / "figures" / "table_iii.png").is_file()
+    # Into a reference made earlier: its cells this study did not make stay, marked
+    # carried; the ones it made again are replaced.
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    old = table.assign(max_load_rps=1.0)
+    extra = old[old["arch"] == "arch8"].assign(arch="arch4")
+    pd.concat([old, extra]).to_csv(reference / "table_iii.csv", index=False)
+    done = cli("study", "report", str(out), "--reference", str(reference))
+    assert done.returncode == 0, done.stderr
+    merged = pd.read_csv(reference / "table_iii.csv")
+    assert set(merged["arch"]) == {"arch1", "arch4", "arch8"}
+    assert list(merged[merged["arch"] == "arch4"]["carried"]) == [True, True]
+    ours = merged[merged["arch"] != "arch4"]
+    assert not ours["carried"].any() and (ours["max_load_rps"] > 1).all()
+    # Normalised again over the merged table: the carried rows over this arch1.
+    arch4 = merged[merged["arch"] == "arch4"].set_index("app")["normalized_max_load"]
+    base = ours[ours["arch"] == "arch1"].set_index("app")["max_load_rps"]
+    assert arch4["kvstore"] == pytest.approx(1.0 / base["kvstore"])
+    assert (reference / "figures" / "table_iii.png").is_file()
