@@ -82,9 +82,31 @@ def test_max_load_bisection_finds_the_knee_and_reuses_runs(
     # The same search again makes no new run.
     before = len(list((tmp_path / "out" / "runs").iterdir()))
     again = find_max_load(campaign, "kvstore", make_runs, start_rps=400, log=lambda _: None)
-    # Every known point is reused: the probes and the sweep's own pimcloud runs (200, 500).
-    assert again.max_load_rps == result.max_load_rps and again.reused == probes + 2
+    # The sweep's own runs were made first and count as points (pimcloud at 200 and 500
+    # rps); every known point is reused.
+    assert {200.0, 500.0} <= {p["rps"] for p in result.probes}
+    assert again.max_load_rps == result.max_load_rps and again.reused == probes
     assert len(list((tmp_path / "out" / "runs").iterdir())) == before
+
+
+def test_a_template_at_the_start_load_is_the_first_probe_not_made_twice(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    spec = write_spec(extra="")
+    text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
+    text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", \"default\"]\n",
+                        "")
+    spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.4'))
+    campaign = prepare_campaign(spec, tmp_path / "out")
+    assert [run.axes_record()["rps"] for run in campaign.runs()] == [400.0]
+    result = find_max_load(campaign, "kvstore",
+                           lambda: execute(campaign, "local", jobs=2, live=False),
+                           start_rps=400, tolerance=0.05, log=lambda _: None)
+    at_start = [p for p in result.probes if p["rps"] == 400.0]
+    assert len(at_start) == 1 and at_start[0]["run_id"] == campaign.runs()[0].run_id
+    made = [d.name for d in (tmp_path / "out" / "runs").iterdir()]
+    assert len(made) == len(result.probes), made
 
 
 def test_max_load_with_early_stop_finds_the_same_knee(
