@@ -43,12 +43,14 @@ TEST(EarlyStop, PunctualAnswersMeetOnlyWhenAsked) {
 }
 
 TEST(EarlyStop, AnOverloadedServiceStopsEarlyAndANormalOneRunsToTheEnd) {
-  // One worker answering in ~200 us cannot serve 20000 rps: a certain miss of 20 ms;
-  // at 200 rps it is idle most of the time (20 ms leaves room for a busy host).
+  // One worker answering in ~200 us cannot serve 20000 rps: its queue's wait grows by
+  // ~4 s per second of arrivals, a certain miss of 100 ms within ~30 ms; at 200 rps it is
+  // idle most of the time. 100 ms leaves room for a busy host (20 ms did not, beside
+  // three gem5 processes on two cores).
   auto options = [](const std::string& rps) {
     HarnessOptions o = parse_options("synthetic", {"--rps", rps, "--seconds", "2",
                                                    "--warmup", "10", "--threads", "1",
-                                                   "--early-stop-qos-ms", "20"});
+                                                   "--early-stop-qos-ms", "100"});
     o.service.options["work_us"] = "200";
     return o;
   };
