@@ -21,8 +21,9 @@ struct HotSetOptions {
   std::string framesFile;           // if set: every page's frame, for a closer look
 };
 
-// The physical frame behind an address of this process, or 0 (pagemap needs root).
-std::uint64_t frameOf(const void* address);
+// The physical frame behind an address of this process, or 0 (pagemap needs root);
+// `pagemap`: an open /proc/self/pagemap to read, or -1 to open one for this call.
+std::uint64_t frameOf(const void* address, int pagemap = -1);
 
 // Runs the test, prints one JSON object (per memory: precision, types right, scan time)
 // and returns 0 when every memory's precision is at least `minPrecision`.
