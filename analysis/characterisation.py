@@ -422,8 +422,12 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     loads = (placement.dropna(subset=["max_load_rps"]).pivot_table(
         index="app", columns="placement", values="max_load_rps", aggfunc="first")
         if placement is not None and len(placement) else pd.DataFrame())
-    if {"ft", "cc", "il"} <= set(loads.columns) and len(loads.dropna()):
-        both = loads.dropna()
+    both = loads.dropna() if {"ft", "cc", "il"} <= set(loads.columns) else pd.DataFrame()
+    both = both[both[["cc", "il"]].max(axis=1) > 0] if len(both) else both
+    if {"ft", "cc", "il"} <= set(loads.columns) and len(loads.dropna()) and both.empty:
+        add(claim, "not measurable", "no placement meets QoS at any load: "
+            + ", ".join(sorted(loads.dropna().index)) + " (try `--qos table2`)")
+    elif len(both):
         gain = both["ft"] / both[["cc", "il"]].max(axis=1) - 1
         add(claim, "holds" if (gain > 0).all() else "does not hold",
             "; ".join(f"{app}: FT {gain[app]:+.0%} over the better of CC and IL"

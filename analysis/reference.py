@@ -22,7 +22,10 @@ REFERENCE_TABLES = ("curves", "table_iii", "points", "qos", "validation", "claim
 def read_reference(name: str, folder: Path = REFERENCE_DIR) -> pd.DataFrame:
     """One reference table (empty when the bundle ships none yet)."""
     path = folder / f"{name}.csv"
-    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    try:
+        return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    except pd.errors.EmptyDataError:  # a table written with no rows (no cell had any)
+        return pd.DataFrame()
 
 
 def beside_reference(table: pd.DataFrame, folder: Path = REFERENCE_DIR) -> pd.DataFrame:

@@ -38,6 +38,8 @@ def test_runs_of_a_covered_cell_get_the_reference_at_their_load(tmp_path: Path) 
 
 def test_no_reference_no_rows(tmp_path: Path) -> None:
     assert read_reference("curves", tmp_path).empty
+    (tmp_path / "validation.csv").write_text("")  # a table that had no rows
+    assert read_reference("validation", tmp_path).empty
     runs = pd.DataFrame({"run_id": ["a"], "app": ["kvstore"], "topology": ["arch1"],
                          "rps": [1.0], "p99_ns": [1.0]})
     assert beside_reference(runs, tmp_path).empty
