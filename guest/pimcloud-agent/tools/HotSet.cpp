@@ -6,10 +6,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -78,6 +81,14 @@ void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int round
           flush(line);  // the dirty line goes back to memory: a write reaches it
         } else {
           sink = sink + static_cast<std::uint64_t>(*line);
+          if (!pimSide) {
+            // A second line: a read-only page reaches memory twice a round, as a written
+            // one does (its read for ownership and its write-back).
+            volatile char* next = r.base + static_cast<std::size_t>(i) * kPage +
+                                  static_cast<std::size_t>((round * 64 + kPage / 2) % kPage);
+            flush(next);
+            sink = sink + static_cast<std::uint64_t>(*next);
+          }
         }
       }
     }
@@ -88,7 +99,11 @@ void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int round
 // answer can be read against it outside the guest.
 void writeFrames(const HotSetOptions& o, const std::vector<Region>& regions) {
   std::FILE* out = std::fopen(o.framesFile.c_str(), "w");
-  if (out == nullptr) return;
+  if (out == nullptr) {
+    std::fprintf(stderr, "pimcloud-hw hotset: cannot write --frames %s: %s\n",
+                 o.framesFile.c_str(), std::strerror(errno));
+    return;
+  }
   // One open for thousands of pages: on the detailed cores each open costs microseconds.
   const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   for (const Region& r : regions) {
@@ -135,6 +150,11 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
     }
     pimCpu = it->second.cpus.front();
   }
+  // This thread sets up, reads the frames and asks the driver from the host CPU: its own
+  // kernel work (page faults, page tables, pagemap reads, the driver's answers) then
+  // lands on the host's memory, not among the stacks' counted frames. Every frame is
+  // looked up before the counting starts, for the same reason.
+  pin(o.hostCpu);
   std::vector<Region> regions;
   for (int node : o.nodes) {
     Region r = allocate(node, o.hotPages + o.coldPages);
@@ -144,16 +164,31 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
     }
     regions.push_back(r);
   }
+  std::vector<std::map<std::uint64_t, int>> hotIndex(regions.size());  // pfn -> hot index
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  for (std::size_t k = 0; k < regions.size(); ++k) {
+    for (int i = 0; i < o.hotPages; ++i) {
+      hotIndex[k][frameOf(regions[k].base + static_cast<std::size_t>(i) * kPage, pagemap)] = i;
+    }
+  }
+  if (pagemap >= 0) ::close(pagemap);
+  if (!o.framesFile.empty()) writeFrames(o, regions);
+  // Both threads start, pin themselves and fault their stacks in before the reset (the
+  // PIM thread's stack is on its stack's memory); the reset releases them.
+  std::atomic<int> pinned{0};
+  std::atomic<bool> go{false};
+  const auto worker = [&](int cpu, bool pimSide) {
+    pin(cpu);
+    ++pinned;
+    while (!go.load()) std::this_thread::yield();
+    hammer(regions, o.hotPages, pimSide, o.rounds);
+  };
+  std::thread host(worker, o.hostCpu, false);
+  std::thread pim(worker, pimCpu, true);
+  while (pinned.load() < 2) std::this_thread::yield();
   // Forget what the set-up did: counts start from the hammering.
   for (int node : o.nodes) hw->ask("reset " + std::to_string(node));
-  std::thread host([&] {
-    pin(o.hostCpu);
-    hammer(regions, o.hotPages, false, o.rounds);
-  });
-  std::thread pim([&] {
-    pin(pimCpu);
-    hammer(regions, o.hotPages, true, o.rounds);
-  });
+  go = true;
   host.join();
   pim.join();
   // The cold pages once each, as background.
@@ -164,19 +199,22 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
       (void)*line;
     }
   }
-  if (!o.framesFile.empty()) writeFrames(o, regions);
+  std::vector<std::optional<HotPages>> answers;
+  std::vector<std::string> errors(regions.size());
+  for (std::size_t k = 0; k < regions.size(); ++k) {
+    answers.push_back(hw->hottest(o.hotPages, regions[k].node, errors[k]));
+  }
   bool ok = true;
   std::printf("{\"memories\": [");
   for (std::size_t k = 0; k < regions.size(); ++k) {
     const Region& r = regions[k];
-    std::map<std::uint64_t, int> hotIndex;  // pfn -> index in the hot set
-    for (int i = 0; i < o.hotPages; ++i) hotIndex[frameOf(r.base + static_cast<std::size_t>(i) * kPage)] = i;
-    const auto answer = hw->hottest(o.hotPages, r.node, error);
+    const auto& answer = answers[k];
+    const std::string& error = errors[k];
     int hits = 0, sharedRight = 0, writtenRight = 0;
     if (answer) {
       for (const HotPage& p : answer->pages) {
-        const auto it = hotIndex.find(p.pfn);
-        if (it == hotIndex.end()) continue;
+        const auto it = hotIndex[k].find(p.pfn);
+        if (it == hotIndex[k].end()) continue;
         ++hits;
         sharedRight += p.shared == sharedPage(it->second);
         writtenRight += p.written == writtenPage(it->second);
