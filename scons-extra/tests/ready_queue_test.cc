@@ -44,6 +44,16 @@ TEST(ReadyQueue, ALaterRequestToTheSameLineNeverOvertakes)
     EXPECT_EQ(drain(q), (std::vector<int>{3, 1, 2}));
 }
 
+TEST(ReadyQueue, AChainOfOneLineKeepsItsOrder)
+{
+    ReadyQueue<int> q;
+    q.insert(1, 9'000, 0x4000);
+    q.insert(2, 500, 0x4000);
+    q.insert(3, 100, 0x4000);
+    q.insert(4, 9'000, 0x8000);
+    EXPECT_EQ(drain(q), (std::vector<int>{1, 2, 3, 4}));
+}
+
 TEST(ReadyQueue, PacketsWithoutALineKeepNoLineOrder)
 {
     ReadyQueue<int> q;

@@ -12,7 +12,8 @@
 // data leaves as writebacks on the writer's route to --handoff-node) and passes the turn;
 // the other reads them back from memory, last line first. A memory system that lets the
 // reader's request overtake the writer's writeback of the same line (a fast local route
-// past a slow remote one) shows up as stale lines; --congest-cpus adds streaming threads
+// past a slow remote one) can show up as stale lines, when the reader gets there within
+// the writer's link time (the writeback's head start); --congest-cpus adds streaming threads
 // to that node to load the writer's route. Prints one JSON object; exits 1 on any
 // mismatch, a failed move or fewer moves than --moves.
 #include <pthread.h>
@@ -89,7 +90,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--atomic-cpus") o.atomicCpus = cpuList(flag, value);
     else if (flag == "--handoff-cpus") o.handoffCpus = cpuList(flag, value);
     else if (flag == "--congest-cpus") o.congestCpus = cpuList(flag, value);
-    else if (flag == "--handoff-node") o.handoffNode = std::atoi(value);
+    else if (flag == "--handoff-node") {
+      char* end = nullptr;
+      o.handoffNode = static_cast<int>(std::strtol(value, &end, 10));
+      if (end == value || *end != '\0' || o.handoffNode < -1)
+        usage("--handoff-node takes a NUMA node, or -1 for wherever the kernel puts the lines");
+    }
     else if (flag == "--handoff-rounds") o.handoffRounds = std::strtoull(value, nullptr, 10);
     else if (flag == "--handoff-lines") o.handoffLines = std::strtoul(value, nullptr, 10);
     else if (flag == "--writer-cpu") o.writerCpu = std::atoi(value);
@@ -103,6 +109,8 @@ Options parse(int argc, char** argv) {
   if (o.rounds < 2) usage("--rounds must be at least 2");
   if (!o.handoffCpus.empty() && o.handoffCpus.size() != 2)
     usage("--handoff-cpus takes two CPUs, e.g. 0,4 (a host core and a PIM core)");
+  if (o.mib == 0 && o.atomicCpus.empty() && o.handoffCpus.empty())
+    usage("--mib 0 leaves the migration check out: give --atomic-cpus or --handoff-cpus");
   if (!o.handoffCpus.empty() && (o.handoffRounds < 2 || o.handoffLines == 0))
     usage("--handoff-rounds must be at least 2 and --handoff-lines at least 1");
   return o;
@@ -186,14 +194,18 @@ Handoff checkHandoff(const Options& o) {
   Handoff h;
   h.ran = true;
   const std::size_t bytes = o.handoffLines * pimcloud::pagecheck::kLineWords * 8;
-  void* mem = mapOn(bytes, o.handoffNode);
   constexpr std::size_t kCongestBytes = 8 << 20;
+  void* mem = mapOn(bytes, o.handoffNode);
   std::vector<void*> congest;
   for (std::size_t i = 0; mem != nullptr && i < o.congestCpus.size(); ++i) {
     congest.push_back(mapOn(kCongestBytes, o.handoffNode));
-    if (congest.back() == nullptr) mem = nullptr;
+    if (congest.back() == nullptr) congest.pop_back(), mem = (munmap(mem, bytes), nullptr);
   }
   if (mem == nullptr) {
+    std::fprintf(stderr, "pimcloud-pagecheck: cannot map the hand-over's memory on node %d: "
+                 "%s; give an online node with free memory (--handoff-node, or -1 for any)\n",
+                 o.handoffNode, std::strerror(errno));
+    for (void* c : congest) munmap(c, kCongestBytes);
     h.mapped = false;
     return h;
   }
@@ -222,6 +234,7 @@ Handoff checkHandoff(const Options& o) {
       if (!pin(o.handoffCpus[static_cast<std::size_t>(side)])) pinned = false;
       for (std::uint64_t r = static_cast<std::uint64_t>(side); r < o.handoffRounds; r += 2) {
         while (turn.load(std::memory_order_acquire) != r) {
+          asm volatile("pause");  // a spinning sibling must not starve the other side
         }
         pimcloud::pagecheck::absorb(found[static_cast<std::size_t>(side)],
             pimcloud::pagecheck::verifyAndWrite(words, o.handoffLines, r, true));
@@ -282,7 +295,8 @@ int main(int argc, char** argv) {
       atomics.xadd == wanted && atomics.xaddUnique && atomics.locked == wanted;
   Handoff handoff;
   if (!o.handoffCpus.empty()) handoff = checkHandoff(o);
-  const bool handoffRight = !handoff.ran || (handoff.mapped && handoff.total.mismatches == 0);
+  const bool handoffRight =
+      !handoff.ran || (handoff.mapped && handoff.pinned && handoff.total.mismatches == 0);
   // --mib 0: no migration check (the other checks alone).
   const std::size_t bytes = o.mib << 20;
   if (bytes == 0) {

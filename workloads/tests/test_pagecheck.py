@@ -7,6 +7,7 @@ gem5-configs/tests/test_migration_gem5.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -38,7 +39,8 @@ def test_the_real_program_runs_on_this_host() -> None:
 def test_lines_handed_between_two_cores_through_memory_arrive() -> None:
     """--handoff-cpus alone (--mib 0: no migration check): two threads take turns over 64
     lines, each flushed to memory before the other reads it back, beside a streaming one."""
-    done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", "0,0",
+    other = 1 if (os.cpu_count() or 1) > 1 else 0  # two cores where there are two
+    done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", f"0,{other}",
                            "--handoff-rounds", "400", "--congest-cpus", "0"],
                           capture_output=True, text=True, timeout=120)
     answer = json.loads(done.stdout)
@@ -47,10 +49,17 @@ def test_lines_handed_between_two_cores_through_memory_arrive() -> None:
     assert answer["bytes"] == 0 and answer["congest_threads"] == 1, answer
 
 
-def test_handoff_takes_two_cpus() -> None:
+def test_handoff_takes_two_cpus_and_a_node_it_can_map() -> None:
     done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--handoff-cpus takes two CPUs" in done.stderr
+    done = subprocess.run([str(_program()), "--mib", "0", "--handoff-cpus", "0,0",
+                           "--handoff-node", "63"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "cannot map the hand-over's memory on node 63" in done.stderr
+    assert not json.loads(done.stdout)["handoff_mapped"]
+    done = subprocess.run([str(_program()), "--mib", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "give --atomic-cpus or --handoff-cpus" in done.stderr
 
 
 def test_moves_that_fail_fail_the_check() -> None:
