@@ -327,6 +327,22 @@ def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFr
     return reference[keep]
 
 
+def check_carried_qos(rows: pd.DataFrame, qos: pd.DataFrame) -> None:
+    """Carried Table III rows keep the max loads of the QoS they were made at: refuse a
+    merge whose QoS moved (this study made arch1 again and its knee came out elsewhere)."""
+    if rows.empty or qos.empty or "qos_ns" not in rows.columns:
+        return
+    now = qos.set_index("app")["qos_ns"]
+    for row in rows.itertuples():
+        if row.app in now and np.isfinite(now[row.app]) and np.isfinite(row.qos_ns) and \
+                abs(now[row.app] - row.qos_ns) > 1e-3 * row.qos_ns:
+            raise ValueError(
+                f"{row.app}'s QoS is now {now[row.app] / 1e3:.1f} us, but the reference's "
+                f"{row.arch} cell was judged at {row.qos_ns / 1e3:.1f} us: its max load "
+                "would not compare. Make the reference's cells again in this study, or "
+                "write into a new reference folder (--reference DIR)")
+
+
 def with_carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """``ours`` and the reference's other cells, each row marked ``carried`` or not."""
     extra = carried(name, ours, reference).assign(carried=True)
@@ -422,13 +438,16 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     loads = (placement.dropna(subset=["max_load_rps"]).pivot_table(
         index="app", columns="placement", values="max_load_rps", aggfunc="first")
         if placement is not None and len(placement) else pd.DataFrame())
-    both = loads.dropna() if {"ft", "cc", "il"} <= set(loads.columns) else pd.DataFrame()
-    both = both[both[["cc", "il"]].max(axis=1) > 0] if len(both) else both
-    if {"ft", "cc", "il"} <= set(loads.columns) and len(loads.dropna()) and both.empty:
+    complete = loads.dropna() if {"ft", "cc", "il"} <= set(loads.columns) else pd.DataFrame()
+    both = complete[complete[["ft", "cc", "il"]].max(axis=1) > 0] if len(complete) \
+        else complete
+    if len(complete) and both.empty:
         add(claim, "not measurable", "no placement meets QoS at any load: "
-            + ", ".join(sorted(loads.dropna().index)) + " (try `--qos table2`)")
+            + ", ".join(sorted(complete.index)) + " (try `--qos table2`)")
     elif len(both):
-        gain = both["ft"] / both[["cc", "il"]].max(axis=1) - 1
+        # CC and IL both at 0 while FT serves some load: FT ahead by any margin.
+        other = both[["cc", "il"]].max(axis=1)
+        gain = (both["ft"] / other.where(other > 0) - 1).fillna(np.inf)
         add(claim, "holds" if (gain > 0).all() else "does not hold",
             "; ".join(f"{app}: FT {gain[app]:+.0%} over the better of CC and IL"
                       for app in both.index))
@@ -518,6 +537,7 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     curve_frame = with_carried("curves", curve_frame, ref["curves"])
     qos = qos_targets(curve_frame, qos_how) if len(curve_frame) else pd.DataFrame(
         columns=["app", "qos_ns"])
+    check_carried_qos(carried("table_iii", curves(first_touch), ref["table_iii"]), qos)
     table = normalised(with_carried("table_iii", table_iii(first_touch, qos),
                                     ref["table_iii"])) if len(qos) else pd.DataFrame()
     placement = with_carried("placement", placement_table(results, qos, table),

@@ -121,12 +121,12 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         raise CampaignError(f"max-load search of {app}: give --start RPS (or [apps.{app}] "
                             "max_rps) as a first guess")
     result = MaxLoad(app, qos, 0.0, None)
-    known = known_points(campaign, app)
-    if not known and any(not campaign.dir.is_done(run.run_id) for run in campaign.runs()):
-        # The spec's own runs go first (every probe would make them anyway): a template
-        # of the app alone at the start load is then the first probe, not made twice.
+    if any(not campaign.dir.is_done(run.run_id) for run in campaign.runs()):
+        # The campaign's pending runs go first (every probe would make them anyway): a
+        # template of the app alone at the start load is then the first probe, not made
+        # twice, on a fresh search or a resumed one.
         make_runs()
-        known = known_points(campaign, app)
+    known = known_points(campaign, app)
     result.reused = len(known)
     if known:
         log(f"maxload {app}: {len(known)} finished run(s) reused")
@@ -148,6 +148,7 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         campaign.add_points([point])
         run = campaign.spec.run_at(point)
         make_runs()
+        known.update(known_points(campaign, app))  # whatever else the executor finished
         if not campaign.dir.is_done(run.run_id):
             raise CampaignError(f"max-load probe {run.run_id} failed; see "
                                 f"{campaign.dir.failed_dir(run.run_id)}")

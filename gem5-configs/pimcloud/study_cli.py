@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -228,6 +229,9 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+BUNDLE_REFERENCE = object()  # `--reference` alone: the bundle's analysis/reference/
+
+
 def _report(args: argparse.Namespace) -> int:
     from .analysis.characterisation import write_study_report
 
@@ -235,7 +239,12 @@ def _report(args: argparse.Namespace) -> int:
     from .analysis.reference import REFERENCE_DIR
 
     reference = None if args.reference is None else (
-        REFERENCE_DIR if args.reference == "bundle" else Path(args.reference))
+        REFERENCE_DIR if args.reference is BUNDLE_REFERENCE else Path(args.reference))
+    if reference is not None and not reference.is_dir():
+        print(f"pimcloud study report: --reference {reference}: no such folder; give an "
+              "existing reference folder (an empty one starts a new reference)",
+              file=sys.stderr)
+        return 2
     out = write_study_report(study, root, args.out, qos_how=args.qos,
                              screenshot=args.screenshot, reference=reference)
     print(f"report: {out}")
@@ -278,7 +287,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     report.add_argument("--screenshot", action="store_true")
     report.add_argument("--qos", choices=("knee", "table2"), default="knee",
                         help="QoS per service: the knee of its arch1 curve, or Table II's")
-    report.add_argument("--reference", nargs="?", const="bundle", metavar="DIR",
+    report.add_argument("--reference", nargs="?", const=BUNDLE_REFERENCE, metavar="DIR",
                         help="also write the tables and figures into the reference results "
                              "(analysis/reference/, or DIR), keeping its cells this study "
                              "did not make")

@@ -169,3 +169,12 @@ def test_a_study_runs_resumes_validates_and_reports(
     base = ours[ours["arch"] == "arch1"].set_index("app")["max_load_rps"]
     assert arch4["kvstore"] == pytest.approx(1.0 / base["kvstore"])
     assert (reference / "figures" / "table_iii.png").is_file()
+    # A misspelt reference folder is named, not created.
+    done = cli("study", "report", str(out), "--reference", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "no such folder" in done.stderr
+    # Carried cells judged at another QoS would not compare: refused, with what to do.
+    moved = pd.read_csv(reference / "table_iii.csv")
+    moved.loc[moved["arch"] == "arch4", "qos_ns"] *= 2
+    moved.to_csv(reference / "table_iii.csv", index=False)
+    done = cli("study", "report", str(out), "--reference", str(reference))
+    assert done.returncode != 0 and "would not compare" in done.stderr
