@@ -95,29 +95,40 @@ void hammer(const std::vector<Region>& regions, int hot, bool pimSide, int round
   }
 }
 
+// The frame of every page of each region, looked up through one open pagemap (on the
+// detailed cores each open costs microseconds).
+std::vector<std::vector<std::uint64_t>> framesOf(const std::vector<Region>& regions) {
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  std::vector<std::vector<std::uint64_t>> frames;
+  for (const Region& r : regions) {
+    frames.emplace_back();
+    for (int i = 0; i < r.pages; ++i)
+      frames.back().push_back(frameOf(r.base + static_cast<std::size_t>(i) * kPage, pagemap));
+  }
+  if (pagemap >= 0) ::close(pagemap);
+  return frames;
+}
+
 // Every page of the sets with its frame and what it is meant to be, so that the driver's
 // answer can be read against it outside the guest.
-void writeFrames(const HotSetOptions& o, const std::vector<Region>& regions) {
+void writeFrames(const HotSetOptions& o, const std::vector<Region>& regions,
+                 const std::vector<std::vector<std::uint64_t>>& frames) {
   std::FILE* out = std::fopen(o.framesFile.c_str(), "w");
   if (out == nullptr) {
     std::fprintf(stderr, "pimcloud-hw hotset: cannot write --frames %s: %s\n",
                  o.framesFile.c_str(), std::strerror(errno));
     return;
   }
-  // One open for thousands of pages: on the detailed cores each open costs microseconds.
-  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  for (const Region& r : regions) {
-    for (int i = 0; i < r.pages; ++i) {
+  for (std::size_t k = 0; k < regions.size(); ++k) {
+    for (int i = 0; i < regions[k].pages; ++i) {
       const char* kind = i >= o.hotPages ? "cold"
                          : sharedPage(i) && writtenPage(i) ? "shared-rw"
                          : sharedPage(i) ? "shared-ro"
                          : writtenPage(i) ? "private-rw" : "private-ro";
-      std::fprintf(out, "%d %d %s %llx\n", r.node, i, kind,
-                   static_cast<unsigned long long>(
-                       frameOf(r.base + static_cast<std::size_t>(i) * kPage, pagemap)));
+      std::fprintf(out, "%d %d %s %llx\n", regions[k].node, i, kind,
+                   static_cast<unsigned long long>(frames[k][static_cast<std::size_t>(i)]));
     }
   }
-  if (pagemap >= 0) ::close(pagemap);
   std::fclose(out);
 }
 
@@ -164,15 +175,12 @@ int runHotSet(const HotSetOptions& o, double minPrecision) {
     }
     regions.push_back(r);
   }
+  const auto frames = framesOf(regions);
   std::vector<std::map<std::uint64_t, int>> hotIndex(regions.size());  // pfn -> hot index
-  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   for (std::size_t k = 0; k < regions.size(); ++k) {
-    for (int i = 0; i < o.hotPages; ++i) {
-      hotIndex[k][frameOf(regions[k].base + static_cast<std::size_t>(i) * kPage, pagemap)] = i;
-    }
+    for (int i = 0; i < o.hotPages; ++i) hotIndex[k][frames[k][static_cast<std::size_t>(i)]] = i;
   }
-  if (pagemap >= 0) ::close(pagemap);
-  if (!o.framesFile.empty()) writeFrames(o, regions);
+  if (!o.framesFile.empty()) writeFrames(o, regions, frames);
   // Both threads start, pin themselves and fault their stacks in before the reset (the
   // PIM thread's stack is on its stack's memory); the reset releases them.
   std::atomic<int> pinned{0};
