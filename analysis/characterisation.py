@@ -28,7 +28,7 @@ from matplotlib.ticker import EngFormatter
 
 from ..atomic import atomic_write_text
 from ..runs.maxload import early_stop_of, meets_qos
-from ..runs.study import Cell, StudySpec
+from ..runs.study import DYNAMIC_SUFFIX, Cell, StudySpec
 from ..workloads.records import read_lats_bin, read_request_table
 from ..workloads.services import SERVICES
 from . import figures
@@ -112,7 +112,7 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
         qos = (record.get("qos_ns") or {}).get(cell.service)
         p99 = float(np.percentile(sojourn, 99))
         rows.append({"preset": cell.preset, "app": cell.service, "placement": cell.placement,
-                     "rps": rps,
+                     "dynamic": cell.dynamic, "rps": rps,
                      "requests": len(lats), "p99_ns": p99, "p99_low_ns": low,
                      "p99_high_ns": high,
                      "mean_service_ns": float(lats["service_ns"].mean()),
@@ -199,10 +199,15 @@ def qos_targets(curve_frame: pd.DataFrame, how: str = "knee") -> pd.DataFrame:
 def table_iii(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     """Tidy Table III: arch, app, tail_over_qos (model, 10 % load), normalized_max_load,
     max_load_rps, and the measured sample beside them (first-touch cells)."""
-    frame = _model_rows([r for r in results if r.cell.placement == "ft"], qos)
+    frame = _model_rows([r for r in results if _static_ft(r)], qos)
     if frame.empty:
         return frame
-    return normalised(frame.drop(columns="placement"))
+    return normalised(frame.drop(columns=["placement", "dynamic"]))
+
+
+def _static_ft(result: CellResult) -> bool:
+    """A Table III cell: first touch, nothing moved at run time."""
+    return result.cell.placement == "ft" and result.cell.dynamic == "none"
 
 
 def normalised(frame: pd.DataFrame) -> pd.DataFrame:
@@ -223,10 +228,12 @@ PLACEMENT_BASELINE = "arch8"  # Fig. 3: every access local (one stack)
 def placement_table(results: list[CellResult], qos: pd.DataFrame,
                     local: pd.DataFrame | None = None) -> pd.DataFrame:
     """Fig. 3: on each preset with placement cells (arch9), every service's max load
-    under each static placement, normalised to its max load on arch8 (all accesses
-    local), or, without an arch8 cell, to its best placement (``normalized_to``).
-    ``local``: a Table III to take arch8 from (default: the results' own)."""
-    presets = {r.cell.preset for r in results if r.cell.placement != "ft"}
+    under each static placement, alone and with migration or replication beside it
+    (``dynamic``; ``policy`` names the bar: "cc", "cc+mig", "cc+rep"), normalised to its
+    max load on arch8 (all accesses local), or, without an arch8 cell, to its best
+    static placement (``normalized_to``). ``local``: a Table III to take arch8 from
+    (default: the results' own)."""
+    presets = {r.cell.preset for r in results if not _static_ft(r)}
     frame = _model_rows([r for r in results if r.cell.preset in presets], qos)
     if frame.empty:
         return frame
@@ -235,7 +242,12 @@ def placement_table(results: list[CellResult], qos: pd.DataFrame,
     local = local[local["arch"] == PLACEMENT_BASELINE] if len(local) else local
     local_load = local.set_index("app")["max_load_rps"] if len(local) else pd.Series(
         dtype=float)
-    best = frame.groupby(["arch", "app"])["max_load_rps"].transform("max")
+    frame["policy"] = [placement if dynamic == "none" else
+                       f"{placement}+{DYNAMIC_SUFFIX[dynamic]}"
+                       for placement, dynamic in zip(frame["placement"], frame["dynamic"],
+                                                     strict=True)]
+    static = frame["max_load_rps"].where(frame["dynamic"] == "none")
+    best = static.groupby([frame["arch"], frame["app"]]).transform("max")
     baseline = frame["app"].map(local_load)
     use_local = baseline.notna() & (baseline > 0)
     frame["normalized_to"] = np.where(use_local, PLACEMENT_BASELINE, "best placement")
@@ -265,7 +277,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
         ratio = measured / at_sample
         valid = bool(MODEL_AGREES[0] <= ratio <= MODEL_AGREES[1])
         rows.append({"arch": result.cell.preset, "app": app,
-                     "placement": result.cell.placement, "cores": result.cell.cores,
+                     "placement": result.cell.placement, "dynamic": result.cell.dynamic,
+                     "cores": result.cell.cores,
                      "qos_ns": target, "tail_over_qos": low / target,
                      "max_load_rps": queue.max_load(target),
                      "mean_occupied_us": queue.mean_service_ns / 1e3,
@@ -307,9 +320,9 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
 
 # Each reference table's cell key: a study made over several sessions (or machines) adds
 # its cells to the reference and keeps the ones it did not make this time.
-CELL_KEYS = {"points": ("preset", "app", "placement"), "curves": ("arch", "app"),
+CELL_KEYS = {"points": ("preset", "app", "placement", "dynamic"), "curves": ("arch", "app"),
              "table_iii": ("arch", "app"), "validation": ("arch", "app"),
-             "placement": ("arch", "app", "placement")}
+             "placement": ("arch", "app", "placement", "dynamic")}
 
 
 def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -320,6 +333,10 @@ def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFr
     keys = list(CELL_KEYS[name])
     if "placement" in keys and "placement" not in reference.columns:
         reference["placement"] = "ft"  # written before the study had placements
+    if "dynamic" in keys and "dynamic" not in reference.columns:
+        reference["dynamic"] = "none"  # ... or dynamic placement
+        if name == "placement":
+            reference["policy"] = reference["placement"]
     if ours.empty or not set(keys) <= set(ours.columns):
         return reference
     mine = set(map(tuple, ours[keys].astype(str).to_numpy()))
@@ -435,6 +452,11 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
         add(claim, "not measurable", "needs a pair that differs only in hierarchy "
             "(1-2, 3-4, 5-6, 7-8)")
     claim = "FT beats IL and CC by up to 46 % when an app spans two stacks (Fig. 3)"
+    if placement is not None and len(placement) and "dynamic" in placement.columns:
+        dynamic = placement[placement["dynamic"] != "none"]
+        placement = placement[placement["dynamic"] == "none"]
+    else:
+        dynamic = pd.DataFrame()
     loads = (placement.dropna(subset=["max_load_rps"]).pivot_table(
         index="app", columns="placement", values="max_load_rps", aggfunc="first")
         if placement is not None and len(placement) else pd.DataFrame())
@@ -453,9 +475,46 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
                       for app in both.index))
     else:
         add(claim, "not measurable", "needs arch9 under FT, CC and IL (study placements)")
-    add("Migration and replication close the gap between static policies",
-        "not measurable", "the study runs no page migration or replication yet")
+    claim = "Migration and replication close the gap between static policies"
+    gaps = _dynamic_gaps(loads, dynamic)
+    if gaps.empty:
+        add(claim, "not measurable", "needs arch9 cells under FT, CC and IL with migration "
+            "or replication (study `dynamic`) beside the static ones")
+    elif (gaps["static"] <= 0).all():
+        add(claim, "not measurable", "no gap to close: " + ", ".join(
+            f"{app} {row.low:.0f}-{row.high:.0f} rps" for app, row in gaps.iterrows()))
+    else:
+        closes = gaps[gaps["static"] > 0]
+        add(claim, "holds" if (closes["dynamic"] < closes["static"]).all() else "does not hold",
+            "; ".join(f"{app}: spread of FT/CC/IL {row.static:.0%} static, {row.dynamic:.0%} "
+                      "with the best of migration and replication" for app, row in
+                      closes.iterrows()))
     return pd.DataFrame(rows)
+
+
+def _spread(loads: list[float]) -> float:
+    """How far apart max loads are: max/min - 1 (inf when only the smallest is 0)."""
+    if min(loads) > 0:
+        return max(loads) / min(loads) - 1
+    return np.inf if max(loads) > 0 else 0.0
+
+
+def _dynamic_gaps(static: pd.DataFrame, dynamic: pd.DataFrame) -> pd.DataFrame:
+    """Per app: the spread (max/min - 1) of its max load over FT, CC and IL alone
+    (``static``) and with each placement's best of itself, +migration and +replication
+    (``dynamic``); only apps with all three placements and at least one dynamic cell."""
+    if static.empty or dynamic.empty or not {"ft", "cc", "il"} <= set(static.columns):
+        return pd.DataFrame()
+    rows = {}
+    for app, loads in static[["ft", "cc", "il"]].dropna().iterrows():
+        extra = dynamic[dynamic["app"] == app].dropna(subset=["max_load_rps"])
+        if extra.empty:
+            continue
+        best = {p: max([loads[p], *extra[extra["placement"] == p]["max_load_rps"]])
+                for p in ("ft", "cc", "il")}
+        rows[app] = {"static": _spread(list(loads)), "dynamic": _spread(list(best.values())),
+                     "low": min(loads), "high": max(loads)}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def spearman(a: pd.Series, b: pd.Series) -> float:
@@ -528,7 +587,7 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     results = read_study(study, root)
     points = pd.concat([r.points for r in results], ignore_index=True) if results else \
         pd.DataFrame()
-    first_touch = [r for r in results if r.cell.placement == "ft"]  # Fig. 2, Table III
+    first_touch = [r for r in results if _static_ft(r)]  # Fig. 2, Table III
     curve_frame = curves(first_touch)
     # Into the reference: its cells this study did not make stay (their own model rows),
     # and QoS comes from arch1's curve wherever it is.
@@ -554,12 +613,14 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     drawn = []
     if len(table):
         ft_points = points[points["placement"] == "ft"] if "placement" in points else points
+        if "dynamic" in ft_points:
+            ft_points = ft_points[ft_points["dynamic"].fillna("none") == "none"]
         figures.save_figure(_fig2(curve_frame, ft_points, table, qos),
                             out / "figures" / "fig2")
         figures.save_figure(_table_figure(table), out / "figures" / "table_iii")
         drawn = ["fig2", "table_iii"]
     if len(placement.dropna(subset=["normalized_max_load"]) if len(placement) else placement):
-        figures.save_figure(figures.max_load_bars(placement, group="placement"),
+        figures.save_figure(figures.max_load_bars(placement, group="policy"),
                             out / "figures" / "fig3")
         drawn.append("fig3")
     index = out / "index.html"
@@ -594,8 +655,9 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
                         "with 95 % p99 intervals; dashed: QoS; dotted: max load)",
                 "table_iii": "Table III: tail latency / QoS at 10 % load, and max load "
                              "normalised to arch1",
-                "fig3": "Fig. 3: max load under each static placement on arch9, "
-                        "normalised to arch8 (every access local)"}
+                "fig3": "Fig. 3: max load under each static placement on arch9, alone "
+                        "and with migration (+mig) or replication (+rep), normalised to "
+                        "arch8 (every access local)"}
     for stem in drawn:
         parts.append(f"<h2>{captions[stem]}</h2><img src='figures/{stem}.png' "
                      "style='max-width:100%'>")

@@ -227,7 +227,10 @@ def agent_config(run: Run) -> dict[str, Any]:
                          if s.tiering != "none" else {}),
                       **({"reserve_mib": s.reserve_bytes / 2**20}
                          if s.reserve_bytes is not None else {}),
-                      **({"slow_node": slow} if slow else {})},
+                      **({"slow_node": slow} if slow else {}),
+                      **({"locality_pages": s.tiering_pages} if "migration" in s.dynamic
+                         else {}),
+                      **({"replicate": True} if "replication" in s.dynamic else {})},
         "apps": apps,
         "latency": LATENCY_FILE,
         "control": CONTROL_FILE,

@@ -51,11 +51,18 @@ TIERING = ("none", "agent", "heteroos-lru", "heteroos-coordinated")
 TIERING_MODES = {"agent": "promote", "heteroos-lru": "heteroos-lru",
                  "heteroos-coordinated": "heteroos-coordinated"}
 TIERING_PAGES = 2048  # 8 MiB an interval: 80 MB/s at the paper's 100 ms
+# Dynamic data placement beside a static one (the paper's III-D2, Fig. 3's bars): the
+# agent's page migration based on locality (hot private pages to the node of the one CPU
+# that touches them, from the board's page-access counters; Verghese et al., ASPLOS 1996)
+# and replication of shared read-only data on every node of the app's cores (services
+# that keep such data: imgdnn). Needs a manager that runs the agent ("default" for OS
+# scheduling with only memory managed).
+DYNAMIC = ("none", "migration", "replication", "migration+replication")
 BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
-                 "hotness", "tiering", "counting")
+                 "hotness", "tiering", "counting", "dynamic")
 # Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
 # counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
 HOTNESS_SOURCES = ("idle", "hw")
@@ -188,6 +195,7 @@ class Scenario:
     hotness: str = "idle"  # the agent's page-hotness source (HOTNESS_SOURCES)
     tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
     tiering_pages: int = TIERING_PAGES  # at most this many pages an interval each way
+    dynamic: str = "none"  # dynamic placement beside a static one (DYNAMIC)
     reserve_bytes: int | None = None  # free memory the agent never fills (None: its 64 MiB)
     # With [gem5] counters: false keeps the device (the same checkpoints and guest) but
     # feeds it nothing, no counting and no throttle: what counting costs, same run otherwise.
@@ -426,6 +434,8 @@ class Run:
             record["hotness"] = s.hotness
         if s.tiering != "none":
             record["tiering"] = s.tiering
+        if s.dynamic != "none":
+            record["dynamic"] = s.dynamic
         if self.spec.gem5.counters:
             record["counting"] = s.counting  # a board with counters: counting or not
         if s.be:
@@ -452,7 +462,7 @@ class Run:
 
 # Scenario keys added after campaigns were made, with the value those campaigns ran with:
 # at that value they stay out of the hashes, so those campaign folders still resume.
-LATER_SCENARIO_KEYS = {"counting": True}
+LATER_SCENARIO_KEYS = {"counting": True, "dynamic": "none"}
 
 
 def _scenario_science(scenario: Scenario) -> dict[str, Any]:
@@ -734,6 +744,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
         tiering=t.choice("tiering", TIERING, "none"),
         tiering_pages=t.integer("tiering_pages", TIERING_PAGES, minimum=1),
+        dynamic=t.choice("dynamic", DYNAMIC, "none"),
         reserve_bytes=(t.quantity("reserve", parse_size, None, positive=False)
                        if t.has("reserve") else None),
         counting=_boolean(t, "counting", True),
@@ -836,9 +847,9 @@ def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
                       where: str | None = None) -> None:
     """One value of an axis (or of a variant, at ``where``), with the fix when it is wrong."""
     field = where or name
-    if name in ("manager", "placement", "hotness", "tiering"):
+    if name in ("manager", "placement", "hotness", "tiering", "dynamic"):
         options = {"manager": MANAGERS, "placement": PLACEMENTS + TIERED_PLACEMENTS,
-                   "hotness": HOTNESS_SOURCES, "tiering": TIERING}[name]
+                   "hotness": HOTNESS_SOURCES, "tiering": TIERING, "dynamic": DYNAMIC}[name]
         if value not in options:
             raise t.error(field, value, "choose among " + ", ".join(map(repr, options)))
     elif name == "counting":
@@ -974,6 +985,14 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
         raise SpecError(spec.source, "scenario.tiering", s.tiering,
                         f"{where}: tiering moves pages between the tiers of a tiered "
                         "placement; set placement to one of " + ", ".join(TIERED_PLACEMENTS))
+    if s.dynamic != "none" and s.manager == "none":
+        raise SpecError(spec.source, "scenario.dynamic", s.dynamic,
+                        f"{where}: dynamic placement is the agent's work; set manager = "
+                        '"default" (OS scheduling, only memory managed) or another manager')
+    if "migration" in s.dynamic and spec.backend == "gem5" and not spec.gem5.counters:
+        raise SpecError(spec.source, "scenario.dynamic", s.dynamic,
+                        f"{where}: migration based on locality reads the board's page-access "
+                        "counters; add [gem5] counters = true")
     if s.load is None and s.rps is None:
         raise SpecError(spec.source, "scenario.load", "(missing)",
                         "give scenario.load (fraction of max load) or scenario.rps, or an axis")

@@ -19,7 +19,14 @@ model, analysis/README.md).  A cell's campaign is:
 With ``placements`` (the paper's Fig. 3), a preset whose cores sit on two or more memory
 nodes (arch9) also gets a cell per further static placement (``<preset>-<service>-cc``):
 the same service and load under CC or IL instead of first touch. On a one-node preset
-every placement is the same, so it gets first touch alone.
+every placement is the same, so it gets first touch alone. With ``dynamic`` (Fig. 3's
+yellow and green bars), each of those placements also gets a cell with page migration
+based on locality (``-mig``: the agent moves hot private pages to the node of the one CPU
+that touches them, from the board's page-access counters) and, for services that keep
+shared read-only data, one with replication (``-rep``). Those cells run the agent with the
+``default`` manager (OS scheduling; only memory managed), warm up ``dynamic_warmup`` times
+longer so that the pages have moved when the measured requests start, and turn the
+board's counters on (a separate boot).
 
 The sampled point gives the service's per-request service times on that architecture;
 the analysis (pimcloud.analysis.characterisation) predicts its whole p99-vs-RPS curve
@@ -46,6 +53,8 @@ from .spec import PLACEMENTS, read_named_toml, resolve_named_toml
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
 CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
 CORE_TYPES = ("brawny", "wimpy")
+# Dynamic placement beside the static ones (Fig. 3) and each cell's name suffix.
+DYNAMIC_SUFFIX = {"migration": "mig", "replication": "rep"}
 
 
 class StudyError(InputError):
@@ -76,10 +85,14 @@ class Cell:
     core_type: str  # of the most cores, for the capacity estimate
     sample_rps: float
     placement: str = "ft"  # the static placement (Fig. 3); first touch for Table III
+    dynamic: str = "none"  # migration or replication beside it (Fig. 3), or none
 
     @property
     def name(self) -> str:
         suffix = "" if self.placement == "ft" else f"-{self.placement}"
+        if self.dynamic != "none":
+            suffix += f"-{self.placement}" * (self.placement == "ft")
+            suffix += f"-{DYNAMIC_SUFFIX[self.dynamic]}"
         return f"{self.preset}-{self.service}{suffix}"
 
 
@@ -99,6 +112,8 @@ class StudySpec:
     validate: tuple[tuple[str, str], ...]  # (preset, service) cells measured directly
     cell_tables: dict[str, Any]  # [cell.*] copied into each cell's campaign spec
     placements: tuple[str, ...] = ("ft",)  # on presets with cores on several nodes
+    dynamic: tuple[str, ...] = ()  # beside each of those placements (DYNAMIC_SUFFIX)
+    dynamic_warmup: float = 3.0  # a dynamic cell's warm-up, times the study's
 
     def cells(self) -> list[Cell]:
         """Every cell, presets in the spec's order (the first ones are done first)."""
@@ -115,8 +130,15 @@ class StudySpec:
                 kind = biggest.core_type.name if biggest.core_type else "brawny"
                 cores = sum(c.cores for c in clusters)
                 rps = float(f"{self.utilisation * capacity:.3g}")
-                for placement in self.placements_on(preset):
+                placements = self.placements_on(preset)
+                for placement in placements:
                     cells.append(Cell(preset, service.name, cores, kind, rps, placement))
+                for placement in placements if len(placements) > 1 else ():
+                    for dynamic in self.dynamic:
+                        if dynamic == "replication" and not SERVICES[service.name].replicates:
+                            continue
+                        cells.append(Cell(preset, service.name, cores, kind, rps, placement,
+                                          dynamic))
         return cells
 
     def placements_on(self, preset: str) -> tuple[str, ...]:
@@ -127,7 +149,8 @@ class StudySpec:
 
     def cell(self, preset: str, service: str) -> Cell:
         for cell in self.cells():
-            if (cell.preset, cell.service) == (preset, service):
+            if (cell.preset, cell.service, cell.placement, cell.dynamic) == (
+                    preset, service, "ft", "none"):
                 return cell
         raise StudyError(self.source, "validate", f"{preset}/{service}",
                          "not a cell of this study: name a listed preset and service")
@@ -136,6 +159,8 @@ class StudySpec:
         """The campaign spec (as a TOML document) that measures ``cell``."""
         service = self.services[cell.service]
         warmup_s = self.warmup_requests / cell.sample_rps
+        if cell.dynamic != "none":
+            warmup_s *= self.dynamic_warmup
         measured_s = self.requests / cell.sample_rps
         app: dict[str, Any] = {
             "qos": f"{service.qos_ns / 1e6:g}ms",
@@ -158,6 +183,17 @@ class StudySpec:
             "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
         }
         spec.update(self.cell_tables)
+        if cell.dynamic != "none":
+            # The agent runs (the default manager: every core, OS scheduling) with its
+            # starting figures, so that it profiles nothing, and ten intervals in the
+            # warm-up: the pages move before the measured requests.
+            per_core = {kind: 1 / service.service_s[kind] for kind in CORE_TYPES}
+            app["max_rps_host_core"] = float(f"{per_core['brawny']:.3g}")
+            app["max_rps_pim_core"] = float(f"{per_core['wimpy']:.3g}")
+            spec["scenario"].update(manager="default", dynamic=cell.dynamic,
+                                    interval=_time_text(warmup_s / 10))
+            if cell.dynamic == "migration":
+                spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
         return spec
 
 
@@ -227,6 +263,13 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     for placement in placements:
         if placement not in PLACEMENTS:
             raise top.error("placements", placement, "choose among " + ", ".join(PLACEMENTS))
+    dynamic = top.strings("dynamic", ())
+    for kind in dynamic:
+        if kind not in DYNAMIC_SUFFIX:
+            raise top.error("dynamic", kind, "choose among " + ", ".join(DYNAMIC_SUFFIX))
+    dynamic_warmup = top.number("dynamic_warmup", 3.0) or 0.0
+    if dynamic_warmup < 1:
+        raise top.error("dynamic_warmup", dynamic_warmup, "a factor >= 1 on the warm-up")
     validate = []
     for text in top.strings("validate"):
         preset, _, service = text.partition("/")
@@ -238,7 +281,7 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     return StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
                      presets, services, utilisation,
                      requests, warmup_requests, tuple(validate), cell_tables,
-                     tuple(placements))
+                     tuple(placements), tuple(dynamic), dynamic_warmup)
 
 
 def _parse_services(table: _Table) -> dict[str, StudyService]:

@@ -24,6 +24,10 @@ class ServiceSpec:
     data_set: str  # sub-folder of the data folder, or "" when generated at start
     # Why the service does not run correctly under gem5 (v24.0.0.1), or "" when it does.
     gem5_caveat: str = ""
+    # Whether it keeps shared read-only data it can copy to a node when asked (the
+    # harness's replicate command; the others decline: their read-only data live in
+    # engine-owned files, and Linux cannot bind page-cache pages per node).
+    replicates: bool = False
 
     @property
     def needs_data(self) -> bool:
@@ -70,6 +74,7 @@ SERVICES: dict[str, ServiceSpec] = {
             7 * MS,
             "one held-out Fashion-MNIST image per request, uniform",
             "imgdnn",
+            replicates=True,  # its weights, in a ReplicatedRegion
         ),
         ServiceSpec(
             "search",

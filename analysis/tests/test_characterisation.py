@@ -128,3 +128,66 @@ def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
     verdicts = claims(table_iii(results, qos), table.reset_index()).set_index("claim")
     assert verdicts.loc["FT beats IL and CC by up to 46 % when an app spans two stacks "
                         "(Fig. 3)", "verdict"] == "holds"
+
+
+def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from pimcloud.analysis.characterisation import (
+        CellResult,
+        claims,
+        placement_table,
+        table_iii,
+    )
+    from pimcloud.runs.study import load_study
+
+    study = dataclasses.replace(load_study("characterisation-gem5"),
+                                placements=("ft", "cc", "il"),
+                                dynamic=("migration", "replication"))
+    names = {c.name for c in study.cells()}
+    assert {"arch9-kvstore-ft-mig", "arch9-kvstore-cc-mig", "arch9-imgdnn-il-rep"} <= names
+    assert "arch9-kvstore-cc-rep" not in names  # kvstore keeps no data it can replicate
+    assert "arch8-kvstore-ft-mig" not in names  # one stack: nothing to migrate to
+    mig = next(c for c in study.cells() if c.name == "arch9-kvstore-cc-mig")
+    spec = study.cell_spec(mig)
+    assert spec["scenario"]["manager"] == "default"
+    assert spec["scenario"]["dynamic"] == "migration"
+    assert spec["gem5"]["counters"] is True  # locality reads the page-access counters
+    static = study.cell_spec(next(c for c in study.cells() if c.name == "arch9-kvstore-cc"))
+    assert "counters" not in static.get("gem5", {})
+    assert spec["length"]["warmup"] != static["length"]["warmup"]  # longer: pages move first
+    # The cell the `validate` option names is the static first-touch one.
+    assert study.cell("arch9", "kvstore").name == "arch9-kvstore"
+
+    def result(placement: str, dynamic: str, service_us: float) -> CellResult:
+        cell = next(c for c in study.cells() if (c.preset, c.service, c.placement, c.dynamic)
+                    == ("arch9" if placement else "arch8", "kvstore", placement or "ft",
+                        dynamic))
+        times = np.full(300, service_us * 1e3)
+        made = CellResult(cell, times, pd.DataFrame(), 1.0, Path("."))
+        made.points = pd.DataFrame({"rps": [cell.sample_rps], "requests": [300],
+                                    "p99_ns": [made.queue.p99_ns(cell.sample_rps)]})
+        return made
+
+    qos = pd.DataFrame({"app": ["kvstore"], "qos_ns": [1e6]})
+    statics = [result("", "none", 10), result("ft", "none", 10), result("cc", "none", 20),
+               result("il", "none", 40)]
+
+    def verdict(extra: list[CellResult]) -> str:
+        results = statics + extra
+        table = placement_table(results, qos)
+        found = claims(table_iii(results, qos), table).set_index("claim")
+        return str(found.loc["Migration and replication close the gap between static "
+                             "policies", "verdict"])
+
+    assert verdict([]) == "not measurable"
+    # Migration brings CC and IL close to FT: the spread shrinks.
+    closer = [result("cc", "migration", 11), result("il", "migration", 12)]
+    assert verdict(closer) == "holds"
+    assert verdict([result("il", "migration", 80)]) == "does not hold"  # worse: no help
+    table = placement_table(statics + closer, qos).set_index("policy")
+    assert {"ft", "cc", "il", "cc+mig", "il+mig"} == set(table.index)
+    assert table.loc["cc+mig", "normalized_max_load"] > table.loc["cc", "normalized_max_load"]
+    # Table III stays first touch alone.
+    assert len(table_iii(statics + closer, qos)) == 2

@@ -199,3 +199,21 @@ def test_heteroos_evicts_inactive_page_cache_to_the_slow_tier(
     policies, _ = _anon_policy_and_pages(slow / "search" / "numa_maps.last")
     assert policies == {"bind:0"}, policies
     assert not [d for d in _lines(slow / "decisions.jsonl") if d["event"].startswith("evict")]  # type: ignore[union-attr]
+
+
+def test_replication_beside_a_static_placement_binds_a_copy_to_each_node(
+        run_shipped_qemu: Callable[[str, dict[str, str]], Path]) -> None:
+    runs = run_shipped_qemu("placement-dynamic-arch9-qemu", {})
+    results = next(runs.iterdir()) / "results"
+    decisions = _lines(results / "decisions.jsonl")
+    asked = [d for d in decisions if d["event"] == "replicate-static"]
+    assert len(asked) == 1, asked
+    # imgdnn answered through the control file: its statistics list both replicas ...
+    live = [line for line in _lines(results / "latency.jsonl") if line.get("app") == "imgdnn"]
+    assert any(line.get("replicas") == [0, 1] for line in live), live[-1:]
+    # ... and the kernel holds a copy of the weights bound to each node.
+    policies, _ = _anon_policy_and_pages(results / "imgdnn" / "numa_maps.last")
+    assert {"bind:0", "bind:1"} <= policies, policies
+    # Locality migration needs the board's counters: QEMU has none, and the log says so once.
+    notes = [d for d in decisions if d["event"] == "locality"]
+    assert len(notes) == 1 and "no page-access counters" in str(notes[0]["reason"]), notes

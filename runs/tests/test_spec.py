@@ -162,6 +162,29 @@ def test_counting_off_needs_the_counters_and_is_an_axis() -> None:
         spec_of('[axes]\ncounting = ["no"]\n')
 
 
+def test_dynamic_placement_runs_the_agent_and_reaches_its_config() -> None:
+    from pimcloud.runs.guest_scenario import agent_config
+
+    both = spec_of('[axes]\n'
+                   'dynamic = ["none", "migration", "replication", "migration+replication"]\n',
+                   base=BASE.replace("[scenario]\n", '[scenario]\ntiering_pages = 64\n'
+                                     'manager = "default"\n'))
+    runs = both.runs()  # type: ignore[attr-defined]
+    placement = [agent_config(r)["placement"] for r in runs]
+    assert [p.get("locality_pages") for p in placement] == [None, 64, None, 64]
+    assert [p.get("replicate", False) for p in placement] == [False, False, True, True]
+    assert runs[1].axes_record()["dynamic"] == "migration"
+    # A key added later leaves the hashes of campaigns made before it alone.
+    assert "dynamic" not in spec_of("").science()["scenario"]  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match="dynamic placement is the agent's work; set manager"):
+        spec_of(base=BASE.replace("[scenario]\n", '[scenario]\nmanager = "none"\n'
+                                  'dynamic = "replication"\n')).runs()  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match=r"page-access counters; add \[gem5\] counters"):
+        spec_of('[system]\nbackend = "gem5"\n[axes]\ndynamic = ["migration"]\n').runs()  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match="choose among"):
+        spec_of('[axes]\ndynamic = ["teleport"]\n')
+
+
 VARIANTS = ('[system]\ntopology = "tiered"\n[axes]\nload = [0.2, 0.5]\nvariant = [\n'
             '  { name = "slow-only", placement = "slow-always" },\n'
             '  { name = "lru", placement = "fast-preferred", tiering = "heteroos-lru" },\n'

@@ -130,6 +130,23 @@ std::vector<PageInfo> FakeMachine::hotPages(int pid, int node) {
   return v;
 }
 
+std::vector<AccessedPage> FakeMachine::accessedPages(int pid) {
+  std::vector<AccessedPage> out;
+  if (!pageCounters) return out;
+  for (const PageInfo& p : pagesOf[pid]) {
+    auto it = accessed.find(p.addr);
+    if (it == accessed.end()) continue;
+    AccessedPage a = it->second;
+    a.addr = p.addr;
+    a.node = p.node;  // where the page is now: moves update pagesOf
+    out.push_back(a);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const AccessedPage& a, const AccessedPage& b) {
+    return a.count > b.count;
+  });
+  return out;
+}
+
 std::vector<std::uintptr_t> FakeMachine::inactivePages(int pid, int node, std::size_t maxPages) {
   std::vector<std::uintptr_t> out;
   for (const PageInfo& p : pagesOf[pid]) {

@@ -52,6 +52,11 @@ class FakeMachine : public Machine {
   }
   std::map<int, std::uint64_t> freeBytes;  // per node
   std::map<int, std::vector<PageInfo>> pagesOf;  // per pid
+  // The page-access counters: per page address, who touched it (its node is pagesOf's).
+  bool pageCounters = false;
+  std::map<std::uintptr_t, AccessedPage> accessed;
+  bool hasPageCounters() const override { return pageCounters; }
+  std::vector<AccessedPage> accessedPages(int pid) override;
   std::set<int> deadTids;
   std::set<std::string> deadApps;  // setAppCpus reports "gone"
   int setAppCpusCalls = 0;

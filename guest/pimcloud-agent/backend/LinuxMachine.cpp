@@ -179,26 +179,44 @@ void LinuxMachine::housekeeping() {
   }
 }
 
+const HotPages* LinuxMachine::hottestOf(int node) {
+  auto cached = hottestThisInterval_.find(node);
+  if (cached == hottestThisInterval_.end()) {
+    std::string error;
+    auto answer = counters_->hottest(static_cast<int>(countersInfo_->maxQuery), node, error);
+    if (!answer) return nullptr;
+    cached = hottestThisInterval_.emplace(node, std::move(*answer)).first;
+  }
+  return &cached->second;
+}
+
 // The counters count every frame of every memory; this keeps the frames the device
 // attributes to `pid` (through the kernel's reverse map), with their decayed counts.
 void LinuxMachine::trackHardwareHotness(int pid) {
   auto& hot = hotness_[pid];
   hot.clear();
+  for (const AccessedPage& page : accessedPages(pid)) {
+    hot[page.addr] = static_cast<std::uint32_t>(std::min<std::uint64_t>(page.count, UINT32_MAX));
+  }
+}
+
+std::vector<AccessedPage> LinuxMachine::accessedPages(int pid) {
+  std::vector<AccessedPage> out;
+  if (!hasPageCounters()) return out;
   for (const CountedMemory& memory : countersInfo_->memories) {
-    auto cached = hottestThisInterval_.find(memory.node);
-    if (cached == hottestThisInterval_.end()) {
-      std::string error;
-      auto answer = counters_->hottest(static_cast<int>(countersInfo_->maxQuery), memory.node,
-                                       error);
-      if (!answer) continue;
-      cached = hottestThisInterval_.emplace(memory.node, std::move(*answer)).first;
-    }
-    for (const HotPage& page : cached->second.pages) {
+    const HotPages* hottest = hottestOf(memory.node);
+    if (hottest == nullptr) continue;
+    for (const HotPage& page : hottest->pages) {
       if (page.pid == pid && page.vaddr != 0) {
-        hot[page.vaddr] = static_cast<std::uint32_t>(std::min<std::uint64_t>(page.count, UINT32_MAX));
+        out.push_back({static_cast<std::uintptr_t>(page.vaddr), memory.node, page.count,
+                       page.shared, page.written, page.firstCpu});
       }
     }
   }
+  std::stable_sort(out.begin(), out.end(), [](const AccessedPage& a, const AccessedPage& b) {
+    return a.count > b.count;
+  });
+  return out;
 }
 
 std::map<int, MissSample> LinuxMachine::missCounters() {

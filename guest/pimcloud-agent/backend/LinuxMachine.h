@@ -53,6 +53,8 @@ class LinuxMachine : public Machine {
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   void trackHotness(int pid) override;
   std::map<int, MissSample> missCounters() override;
+  std::vector<AccessedPage> accessedPages(int pid) override;
+  bool hasPageCounters() const override { return counters_ && countersInfo_; }
   Status setBandwidthThrottle(const std::vector<int>& cpus, int level) override;
   bool alive(const AppHandle& app) override;
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;
@@ -89,6 +91,7 @@ class LinuxMachine : public Machine {
   // This interval's "hottest" answer per counted memory, shared by every app's scan and
   // cleared by housekeeping(): one device query per memory per interval, not per app.
   std::map<int, HotPages> hottestThisInterval_;
+  const HotPages* hottestOf(int node);  // this interval's answer for a node, asked once
   std::string hotnessNote_;
   PageCacheView pageCache_;  // HeteroOS-LRU's view of the apps' open files
   void trackHardwareHotness(int pid);

@@ -54,6 +54,18 @@ struct MissSample {
   std::uint64_t cycles = 0;
 };
 
+// A frame of a process as the board's page-access counters see it (Verghese et al.'s
+// per-page miss counts, the paper's hot-page call): where it is, how often memory saw it,
+// by one CPU or more, read-only or written.
+struct AccessedPage {
+  std::uintptr_t addr = 0;  // in the process's address space
+  int node = -1;            // the memory it is in
+  std::uint64_t count = 0;
+  bool shared = false;
+  bool written = false;
+  int cpu = -1;  // the first (for a private page: the only) CPU that touched it
+};
+
 // An LC app as the backend knows it.
 struct AppHandle {
   std::string name;
@@ -80,6 +92,10 @@ class Machine {
   virtual std::map<int, std::uint64_t> pagesPerNode(int pid) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
+  // The process's pages among the counted memories' hottest frames, hottest first; empty
+  // without page-access counters (QEMU, a gem5 board without them): see hasPageCounters.
+  virtual std::vector<AccessedPage> accessedPages(int /*pid*/) { return {}; }
+  virtual bool hasPageCounters() const { return false; }
   // Every CPU's miss counters, read now; empty when the machine has none (QEMU).
   virtual std::map<int, MissSample> missCounters() { return {}; }
   // Throttle the memory bandwidth of these CPUs (level 0 = off).

@@ -270,7 +270,9 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
     const json& p = j["placement"];
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
                                  "migration_chunk_pages", "tiering_pages", "tiering",
-                                 "slow_node"});
+                                 "slow_node", "locality_pages", "replicate"});
+    c.number(p, "locality_pages", "placement.locality_pages", cfg.engine.localityPages, 0, 1e7);
+    c.boolean(p, "replicate", "placement.replicate", cfg.engine.replicateShared);
     c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);
     c.number(p, "slow_node", "placement.slow_node", cfg.engine.slowNode, 0, 1023);
     c.named(p, "tiering", "placement.tiering", parseTieringMode,

@@ -24,7 +24,7 @@ TEST(Config, FullExampleParses) {
     "slack": {"intervals": 5, "min_intervals": 2},
     "stability": {"tolerance": 0.1, "cores_intervals": [2,3], "pages_intervals": [3,8]},
     "options": {"eager_reclaim": false},
-    "placement": {"static": "il", "reserve_mib": 32},
+    "placement": {"static": "il", "reserve_mib": 32, "locality_pages": 512, "replicate": true},
     "apps": [{"name": "xapian", "qos_ms": 5, "max_rps_host": 2000, "max_rps_pim": 700, "threads": 20}],
     "be": {"cpu_max_fraction": 0.5},
     "cgroup": {"root": "/tmp/cg", "mode": "affinity"}
@@ -38,6 +38,8 @@ TEST(Config, FullExampleParses) {
   EXPECT_FALSE(c.params.eagerReclaim);
   EXPECT_EQ(c.staticPlacement, StaticPlacement::Interleave);
   EXPECT_EQ(c.engine.reserveBytes, 32ULL << 20);
+  EXPECT_EQ(c.engine.localityPages, 512U);
+  EXPECT_TRUE(c.engine.replicateShared);
   ASSERT_EQ(c.apps.size(), 1U);
   EXPECT_DOUBLE_EQ(c.apps[0].spec.qosNs, 5e6);
   EXPECT_FALSE(c.useCgroups);
@@ -86,7 +88,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   const auto r = parseConfig(R"({
     "policy": "pimclod",
     "interval_ms": "fast",
-    "placement": {"static": "xx"},
+    "placement": {"static": "xx", "replicate": "yes"},
     "apps": [{"name": "a", "max_rps_host": 5}, {"name": "a", "qos_ms": 1}],
     "colour": 3,
     "hotness": "psychic",
@@ -96,6 +98,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   EXPECT_TRUE(mentions(r, "field \"policy\": \"pimclod\" is not a policy; use one of:"));
   EXPECT_TRUE(mentions(r, "field \"interval_ms\": is \"fast\", expected a number"));
   EXPECT_TRUE(mentions(r, "field \"placement.static\": is \"xx\"; use \"ft\", \"cc\", \"il\", \"fast-preferred\""));
+  EXPECT_TRUE(mentions(r, "field \"placement.replicate\": is \"yes\", expected true or false"));
   EXPECT_TRUE(mentions(r, "field \"apps[0].qos_ms\": missing"));
   EXPECT_TRUE(mentions(r, "give both max_rps_host and max_rps_pim"));
   EXPECT_TRUE(mentions(r, "\"a\" appears twice"));

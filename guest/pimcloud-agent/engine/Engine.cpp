@@ -286,6 +286,12 @@ void Engine::tick(std::int64_t tNs) {
   phase("apply");
   concentrate(tNs);
   tier(tNs);
+  if (options_.replicateShared) {
+    for (AppId id : ready) {
+      if (apps_.count(id) != 0) replicateOnStart(tNs, id);
+    }
+  }
+  migrateForLocality(tNs);
   phase("gather");
   if (options_.hotnessScanIntervals > 0) {
     // Each app's scan walks all its pages: apps take turns (app id offsets the round),
@@ -553,6 +559,87 @@ void Engine::tier(std::int64_t tNs) {
                         " short of twice its reserve; its cold pages down to the slow tier");
     }
   }
+}
+
+// Page migration based on locality: a hot page that one CPU alone touches goes to that
+// CPU's node (shared pages stay: replication is for them). Hottest first, at most
+// localityPages an interval per app, only into free memory above the reserve.
+void Engine::migrateForLocality(std::int64_t tNs) {
+  if (options_.localityPages == 0) return;
+  if (!machine_->hasPageCounters()) {
+    if (!localityNoted_) {
+      log_->note(tNs, "locality", "no page-access counters (QEMU, or a gem5 board made "
+                                  "without counters): locality migration moves nothing");
+    }
+    localityNoted_ = true;
+    return;
+  }
+  auto freeBytes = machine_->freeBytesPerNode();
+  for (auto& [id, rt] : apps_) {
+    if (!rt.inPolicy || rt.handle.pid <= 0) continue;
+    std::set<std::uintptr_t> queued;
+    for (const MoveJob& j : moves_) {
+      if (j.app == id && j.pid == 0) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+    }
+    std::map<int, std::vector<std::uintptr_t>> toNode;
+    std::map<int, std::uint64_t> count;  // accesses of the pages planned, per target
+    std::size_t planned = 0;
+    for (const AccessedPage& p : machine_->accessedPages(rt.handle.pid)) {
+      if (planned >= options_.localityPages) break;
+      if (p.shared || p.cpu < 0 || p.count == 0 || queued.count(p.addr) != 0) continue;
+      const int core = topology_->coreByCpu(p.cpu);
+      if (core < 0) continue;
+      const int node = topology_->core(core).stack;  // host cores: node 0
+      if (node == p.node) continue;
+      auto room = freeBytes.find(node);
+      if (room == freeBytes.end() || room->second < options_.reserveBytes + options_.pageBytes) {
+        continue;
+      }
+      room->second -= options_.pageBytes;
+      toNode[node].push_back(p.addr);
+      count[node] += p.count;
+      ++planned;
+    }
+    for (auto& [node, pages] : toNode) {
+      queueTierMove(tNs, id, rt, std::move(pages), node, "locality",
+                    "hot private pages to the node of the one CPU that touches them "
+                    "(page-access counters)",
+                    {{"accesses", static_cast<double>(count[node])}});
+    }
+  }
+}
+
+// Replication beside a static placement: the app's shared read-only data on every node
+// with memory that its cores sit on, once, when it starts.
+void Engine::replicateOnStart(std::int64_t tNs, AppId id) {
+  const Runtime& rt = apps_.at(id);
+  std::set<int> nodes;
+  const auto cpus = applied_.appCpus.find(id);
+  for (const Core& c : topology_->cores) {
+    if (cpus == applied_.appCpus.end() ||
+        std::find(cpus->second.begin(), cpus->second.end(), c.cpu) != cpus->second.end()) {
+      nodes.insert(c.stack);
+    }
+  }
+  const auto freeBytes = machine_->freeBytesPerNode();
+  Decision d;
+  d.tNs = tNs;
+  d.event = "replicate-static";
+  d.app = id;
+  d.appName = rt.spec.name;
+  for (int node : nodes) {
+    const auto f = freeBytes.find(node);
+    if (f == freeBytes.end() || f->second == 0) continue;  // a memoryless host node
+    PlacementRequest p;
+    p.kind = PlacementRequest::Kind::Replicate;
+    p.app = id;
+    p.stack = node;
+    d.placement.push_back(p);
+  }
+  // Asked through the control file (and the app's socket, if it has one): place().
+  d.reason = "replication beside the static placement: shared read-only data on every "
+             "node the app's cores sit on";
+  if (!d.placement.empty()) pending_.push_back(std::move(d));
 }
 
 // HeteroOS-LRU: a stack below its watermark (the reserve plus two intervals of on-demand

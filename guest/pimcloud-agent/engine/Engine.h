@@ -62,6 +62,16 @@ struct EngineOptions {
   // The slow tier's node: 0 (the host node's DDR) or a CPU-less far-memory node.
   int slowNode = kHostSlowNode;
   TieringMode tiering = TieringMode::Promote;
+  // Dynamic data placement beside a static one (the paper's III-D2 "page migration ...
+  // based on locality", after Verghese et al., ASPLOS 1996): each interval up to this many
+  // of an app's hot private pages, as the board's page-access counters see them, move to
+  // the node of the one CPU that touches them. 0: off. Without the counters (QEMU) the
+  // agent says so once and moves nothing.
+  std::size_t localityPages = 0;
+  // Replication (III-D2): when an app starts, its shared read-only data are copied to
+  // every node its cores sit on (the service's replicate command; services without such
+  // data decline, and the log says so).
+  bool replicateShared = false;
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
@@ -122,6 +132,8 @@ class Engine {
   void applyBeQuota(std::int64_t tNs, const Assignment& want);
   void moveBePages(const PlacementRequest& p, Decision& d, long index);
   void tier(std::int64_t tNs);
+  void migrateForLocality(std::int64_t tNs);
+  void replicateOnStart(std::int64_t tNs, AppId id);
   void queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt, std::vector<std::uintptr_t> pages,
                      int node, const std::string& event, const std::string& why,
                      std::map<std::string, double> values = {}, int owner = 0);
@@ -144,6 +156,7 @@ class Engine {
   HarnessControl* control_;
   EngineOptions options_;
   bool started_ = false;
+  bool localityNoted_ = false;  // said once that no counters means no locality migration
   AppId nextId_ = 0;
   std::map<AppId, Runtime> apps_;
   std::map<std::string, AppId> ids_;

@@ -824,5 +824,91 @@ TEST(EngineTiering, NothingMovesWithoutATieredPlacement) {
   EXPECT_EQ(d.log.events().count("promote"), 0U);
 }
 
+// Page migration based on locality (III-D2, Verghese et al.): with the page-access
+// counters, a hot page one CPU alone touches goes to that CPU's node, hottest first, at
+// most localityPages an interval; shared and already-local pages stay.
+TEST(EngineLocality, HotPrivatePagesGoToTheirOnlyCpusNode) {
+  EngineOptions o;
+  o.staticPlacement = StaticPlacement::Interleave;
+  o.localityPages = 4;
+  o.reserveBytes = 1 << 20;
+  testing::Driver d("default", {}, Topology::paper(), o);
+  d.machine.pageCounters = true;
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  d.machine.freeBytes = {{0, 0}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  auto page = [&](std::uintptr_t addr, int node, std::uint64_t count, bool shared, int cpu) {
+    d.machine.pagesOf[pid].push_back({addr, node, 0});
+    d.machine.accessed[addr] = {addr, node, count, shared, false, cpu};
+  };
+  for (std::uintptr_t i = 0; i < 6; ++i) page(0x100000 + i * 4096, 1, 100 - i, false, 12);  // CPU 12: stack 2
+  page(0x200000, 1, 500, true, 12);   // shared: stays
+  page(0x300000, 2, 400, false, 12);  // already local: stays
+  page(0x400000, 2, 300, false, 4);   // CPU 4 is on stack 1
+  page(0x500000, 1, 200, false, 0);   // a host CPU: node 0 has no memory, stays
+  d.tick();
+  auto nodeOf = [&](std::uintptr_t addr) {
+    for (const PageInfo& p : d.machine.pagesOf[pid]) {
+      if (p.addr == addr) return p.node;
+    }
+    return -1;
+  };
+  EXPECT_EQ(nodeOf(0x400000), 1);   // the hottest misplaced page first
+  EXPECT_EQ(nodeOf(0x100000), 2);
+  EXPECT_EQ(nodeOf(0x100000 + 2 * 4096), 2);
+  EXPECT_EQ(nodeOf(0x100000 + 3 * 4096), 1);  // 4 an interval: the rest next time
+  d.tick();
+  for (std::uintptr_t i = 0; i < 6; ++i) EXPECT_EQ(nodeOf(0x100000 + i * 4096), 2);
+  EXPECT_EQ(nodeOf(0x200000), 1);
+  EXPECT_EQ(nodeOf(0x300000), 2);
+  EXPECT_EQ(nodeOf(0x500000), 1);
+  EXPECT_GE(d.log.events().at("locality"), 2U);
+}
+
+// Without the counters (QEMU) locality migration cannot tell who touches a page: it says
+// so once and moves nothing.
+TEST(EngineLocality, WithoutCountersSaysSoOnceAndMovesNothing) {
+  EngineOptions o;
+  o.localityPages = 4;
+  testing::Driver d("default", {}, Topology::paper(), o);
+  d.app("a", 1000, 400, 100);
+  d.machine.freeBytes = {{0, 0}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  d.machine.pagesOf[1000].push_back({0x100000, 1, 9});
+  d.machine.accessed[0x100000] = {0x100000, 1, 9, false, false, 12};
+  d.tick(3);
+  EXPECT_EQ(d.machine.pagesOf[1000].front().node, 1);
+  std::size_t noted = 0;
+  for (const Decision& x : d.log.history()) noted += x.event == "locality";
+  EXPECT_EQ(noted, 1U);
+}
+
+// Replication beside a static placement: when the app starts, one replicate command per
+// node with memory that its cores sit on (Default: every core; the host node here has
+// no memory).
+TEST(EngineLocality, ReplicationAsksForACopyOnEveryNodeOfTheAppsCores) {
+  const std::string sock = "/tmp/pimcloud-agent-rep-" + std::to_string(getpid()) + ".sock";
+  const int fd = bindDatagram(sock);
+  ASSERT_GE(fd, 0);
+  EngineOptions o;
+  o.replicateShared = true;
+  testing::Driver e("default", {}, Topology::paper(), o);
+  e.machine.freeBytes = {{0, 0}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  FakeAppModel m;
+  m.load = 100;
+  m.maxRpsHost = 300;
+  m.maxRpsPim = 100;
+  e.machine.addApp("a", 1000, m);
+  e.engine->addApp(AppSpec{"a", 1e7, 300, 100, 4}, 1000, sock);
+  e.tick(3);
+  std::vector<std::string> got;
+  char buf[64] = {};
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0;) {
+    got.emplace_back(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"replicate 1", "replicate 2"}));  // once each
+  close(fd);
+  unlink(sock.c_str());
+}
+
 }  // namespace
 }  // namespace pimcloud

@@ -43,6 +43,21 @@ std::optional<ProfileRequest> parse_profile_request(const std::string& line,
   return r;
 }
 
+std::optional<std::string> parse_placement_command(const std::string& line,
+                                                   const std::string& app) {
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("event") || !j["event"].is_string() ||
+      !j.contains("app") || j["app"] != app || !j.contains("node") ||
+      !j["node"].is_number_integer() || j["node"].get<int>() < 0) {
+    return std::nullopt;
+  }
+  const std::string event = j["event"].get<std::string>();
+  const std::string node = std::to_string(j["node"].get<int>());
+  if (event == "replicate") return "replicate " + node;
+  if (event == "drop-replicas") return "drop " + node;
+  return std::nullopt;
+}
+
 ControlFileReader::~ControlFileReader() {
   if (fd_ >= 0) close(fd_);
 }

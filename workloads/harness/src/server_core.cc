@@ -262,6 +262,11 @@ void ServerCore::profile_loop() {
   std::uint64_t bad_lines = 0;
   while (!stopping_) {
     for (const std::string& line : reader.poll()) {
+      // The agent's replicas come through the same file (a campaign gives no socket).
+      if (const auto command = parse_placement_command(line, options_.app)) {
+        std::cerr << options_.app << ": " << handle_command(*command) << '\n';
+        continue;
+      }
       std::string error;
       const auto request = parse_profile_request(line, options_.app, error);
       if (!error.empty() && bad_lines++ < 5) {
@@ -301,6 +306,7 @@ std::vector<std::string> ServerCore::profile_results() const {
 }
 
 std::string ServerCore::handle_command(const std::string& command) {
+  std::lock_guard lock(command_mutex_);
   std::istringstream in(command);
   std::string verb;
   int node = -1;

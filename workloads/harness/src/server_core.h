@@ -101,6 +101,7 @@ class ServerCore {
   mutable std::mutex lines_mutex_;
   std::vector<std::string> lines_;
   std::vector<int> replicas_;
+  std::mutex command_mutex_;  // the control socket's thread and the control file's both command
   int control_fd_ = -1;
   std::uint64_t started_ns_ = 0;
 

@@ -63,6 +63,23 @@ TEST(Profiling, ReadsTheAgentsProfileLineForItsAppOnly) {
   EXPECT_NE(error.find("duration_ms"), std::string::npos);
 }
 
+// The agent's replica requests (Engine::place, nlohmann::json::dump) as the control
+// socket's commands; everything else is not one.
+TEST(Profiling, PlacementCommandsFromTheAgentsControlLines) {
+  const std::string replicate = R"({"app":"imgdnn","event":"replicate","node":1,"t_ns":7})";
+  EXPECT_EQ(parse_placement_command(replicate, "imgdnn"), "replicate 1");
+  EXPECT_EQ(parse_placement_command(R"({"app":"imgdnn","event":"drop-replicas","node":0,"t_ns":7})",
+                                    "imgdnn"),
+            "drop 0");
+  EXPECT_FALSE(parse_placement_command(replicate, "search"));
+  EXPECT_FALSE(parse_placement_command(
+      R"({"app":"imgdnn","core_type":"pim","cpu":12,"duration_ms":500,"event":"profile","t_ns":1})",
+      "imgdnn"));
+  EXPECT_FALSE(parse_placement_command(R"({"app":"imgdnn","event":"replicate","node":-1})", "imgdnn"));
+  EXPECT_FALSE(parse_placement_command(R"({"app":"imgdnn","event":"replicate"})", "imgdnn"));
+  EXPECT_FALSE(parse_placement_command("{not json", "imgdnn"));
+}
+
 TEST(Profiling, ControlFileReaderWaitsForTheFileAndForWholeLines) {
   const auto dir = scratch("ctlfile");
   const auto file = dir / "control.jsonl";

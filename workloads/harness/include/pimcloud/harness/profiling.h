@@ -1,4 +1,5 @@
-// Profiling requests from the resource manager (guest/pimcloud-agent): the agent appends
+// Requests from the resource manager (guest/pimcloud-agent) in its control file: profiling
+// and data placement (replicas). Profiling: the agent appends
 // one JSON line per request to its control file,
 //   {"t_ns":..,"event":"profile","app":"xapian","core_type":"host","cpu":0,"duration_ms":500}
 // having already confined the app to `cpu`, and takes the app's maximum RPS on that core
@@ -33,6 +34,13 @@ struct ProfileRequest {
 // what is wrong with it.
 std::optional<ProfileRequest> parse_profile_request(const std::string& line,
                                                     const std::string& app, std::string& error);
+
+// A data-placement request for `app` in one control-file line: the agent's
+//   {"t_ns":..,"event":"replicate","app":"imgdnn","node":1}   (or "drop-replicas")
+// as the command the control socket takes ("replicate 1", "drop 1"); nullopt for any
+// other line (profile requests, other apps, malformed lines).
+std::optional<std::string> parse_placement_command(const std::string& line,
+                                                   const std::string& app);
 
 // Reads the lines appended to a file since the last call, from its beginning, without
 // blocking; a missing file is not an error (the agent creates it with its first request),
