@@ -164,6 +164,7 @@ class Progress:
         self.slice_ticks = max(1, m5.ticks.fromSeconds(args.progress_slice))
         self.outdir = m5.options.outdir
         self.last = time.time()
+        self.last_cpu = time.process_time()  # this process's CPU time: host time if alone
         self.started_tick = m5.curTick()
         self.offsets: dict = {}
         os.makedirs(os.path.join(self.folder, "segments"), exist_ok=True)
@@ -186,7 +187,8 @@ class Progress:
                 self.offsets[name] = whole.tell()
         with open(os.path.join(segment, "segment.json"), "w") as info:
             json.dump({"from_tick": self.started_tick, "to_tick": tick,
-                       "host_seconds": round(time.time() - self.last, 1)}, info)
+                       "host_seconds": round(time.time() - self.last, 1),
+                       "cpu_seconds": round(time.process_time() - self.last_cpu, 1)}, info)
         os.replace(segment, os.path.join(self.folder, "segments", str(tick)))
         partial = os.path.join(self.folder, f".partial-ckpt-{tick}")
         m5.checkpoint(partial)
@@ -199,6 +201,7 @@ class Progress:
         print(f"pimcloud: progress checkpoint at tick {tick} in {self.folder}", flush=True)
         self.started_tick = tick
         self.last = time.time()
+        self.last_cpu = time.process_time()
 
 
 def run(args: argparse.Namespace) -> int:

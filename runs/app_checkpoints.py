@@ -162,13 +162,14 @@ class AppCheckpoints:
                 "simulated_seconds": tick / 1e12,
                 "setup_simulated_seconds": tick / 1e12 - boot_s,
                 "host_seconds": round(done.host_seconds, 1),
+                "cpu_seconds": round(done.cpu_seconds, 1),
                 "peak_rss_bytes": done.peak_rss_bytes, "command": command,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         atomic_write_text(building / "meta.json", json.dumps(meta, indent=1) + "\n")
         (building / LAST_USED).touch()
         building.rename(folder)
         record_speed("gem5", "setup", run.topology, meta["setup_simulated_seconds"],
-                     done.host_seconds)
+                     done.cpu_seconds or done.host_seconds)
         log(f"app checkpoint: {folder} in {done.host_seconds:.0f} s host time "
             f"({meta['setup_simulated_seconds']:.3f} s simulated set-up)")
         return AppCheckpoint(folder, meta)

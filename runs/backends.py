@@ -54,6 +54,9 @@ class Outcome:
     host_seconds: float
     simulated_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # gem5: the simulator's CPU time (its segments' too), the host time it would have
+    # taken on a machine of its own; what the plan's speeds are fitted on. None: not known.
+    cpu_seconds: float | None = None
 
 
 # ----------------------------------------------------------------------------- gem5
@@ -117,11 +120,15 @@ class Gem5Backend:
                                  "returncode": done.returncode}
         m5out = staging / "m5out"
         host_seconds = done.host_seconds
+        cpu_seconds = done.cpu_seconds
         if progress is not None and resumed is not None:
             # The run's files and host time are its segments' and this attempt's.
             extra["segments"] = progress.stitch(m5out, resumed[1])
             extra["host_seconds_last_attempt"] = round(done.host_seconds, 1)
             host_seconds += sum(info["host_seconds"] for info in extra["segments"])
+            # Segments written before CPU time was kept count their host time.
+            cpu_seconds += sum(info.get("cpu_seconds", info["host_seconds"])
+                               for info in extra["segments"])
         console = console_text(m5out)
         report = parse_console(console)
         extra["scenario_exit"] = report.scenario_exit
@@ -130,7 +137,8 @@ class Gem5Backend:
             extra["results"] = unpack_results(results.read_bytes(), staging / "results")
 
         def outcome(ok: bool, cause: str, detail: str = "") -> Outcome:
-            return Outcome(ok, cause, detail or log_tail(log), host_seconds, simulated, extra)
+            return Outcome(ok, cause, detail or log_tail(log), host_seconds, simulated, extra,
+                           cpu_seconds or None)
 
         if done.stopped_for:
             return outcome(False, done.stopped_for)

@@ -196,7 +196,8 @@ class Checkpoints:
             tick = last_tick(text)
             meta = {"topology": topology, "key": key.key, "tick": tick,
                     "simulated_seconds": (tick or 0) / 1e12,
-                    "host_seconds": round(done.host_seconds, 1), "gem5": str(self.gem5),
+                    "host_seconds": round(done.host_seconds, 1),
+                    "cpu_seconds": round(done.cpu_seconds, 1), "gem5": str(self.gem5),
                     "gem5_version": self.gem5_version, "kernel": str(self.kernel),
                     "image": str(self.image), "command": command,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -205,7 +206,7 @@ class Checkpoints:
             from .speeds import record_speed
 
             record_speed("gem5", "boot", topology, meta["simulated_seconds"],
-                         done.host_seconds)
+                         done.cpu_seconds or done.host_seconds)
             log(f"checkpoint: {self.folder(key)} in {done.host_seconds:.0f} s host time")
             return key, meta
 

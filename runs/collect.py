@@ -46,8 +46,8 @@ def collect(campaign: Campaign) -> tuple[Path, Path]:
         record_path = campaign.dir.run_dir(run.run_id) / RUN_RECORD
         if record_path.is_file():
             execution = json.loads(record_path.read_text()).get("execution", {})
-            for key in ("backend", "exit_cause", "host_seconds", "simulated_seconds",
-                        "gem5_version", "spec_hash"):
+            for key in ("backend", "exit_cause", "host_seconds", "cpu_seconds",
+                        "simulated_seconds", "gem5_version", "spec_hash"):
                 row[key] = execution.get(key)
         rows.append(row)
         for attempt in campaign.dir.failed_attempts(run.run_id):

@@ -5,11 +5,14 @@ Estimates come from the speed tables (pimcloud.runs.speeds): per run
 checkpoint boot per topology and one app checkpoint per app set that the store does not
 hold yet, spread over the parallel jobs (boots, then set-ups, then runs).  A run that
 stops early (``[early_stop]``) costs less than planned: the plan assumes none does.
+Speeds are measured in the simulator's CPU time (pimcloud.supervise), the host time a run
+takes on a core of its own; jobs beyond the host's cores share them (local executor).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +56,9 @@ class Plan:
     jobs: int
     setups: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     # app set -> (its apps, runs using it, estimated host seconds) (gem5, to be made)
+    # Host cores the jobs share (the local executor), 0 when each job has its own (Slurm):
+    # the speeds are CPU time, so more jobs than cores stretch the wall time.
+    cores: int = 0
 
     @property
     def total_s(self) -> float:
@@ -60,7 +66,7 @@ class Plan:
                 + sum(seconds for _, _, seconds in self.setups.values()))
 
     def _lanes(self, durations: list[float]) -> float:
-        lanes = [0.0] * max(1, self.jobs)
+        lanes = [0.0] * max(1, min(self.jobs, self.cores) if self.cores else self.jobs)
         for seconds in sorted(durations, reverse=True):  # longest first, least loaded lane
             lanes[lanes.index(min(lanes))] += seconds
         return max(lanes)
@@ -109,7 +115,8 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             speed = speed_of("gem5", "boot", topology)
             speeds[f"gem5/boot/{Path(topology).stem}"] = speed
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
-    return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups)
+    cores = 0 if spec.executor.kind == "slurm" else (os.cpu_count() or 1)
+    return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores)
 
 
 def stored_checkpoints(spec: CampaignSpec, log: Callable[[str], None] = print
@@ -175,8 +182,10 @@ def format_plan(plan: Plan) -> str:
     for key, (apps, count, seconds) in plan.setups.items():
         lines.append(f"app checkpoint of {apps} on {key.split(':')[0]}: "
                      f"{format_seconds(seconds)} (once, shared by its {count} run(s))")
+    shared = (f" on {plan.cores} host core(s)" if plan.cores and plan.jobs > plan.cores
+              else "")
     lines.append(f"total host time {format_seconds(plan.total_s)}; with {plan.jobs} "
-                 f"parallel job(s) about {format_seconds(plan.wall_s)} of wall time")
+                 f"parallel job(s){shared} about {format_seconds(plan.wall_s)} of wall time")
     lines.append(f"limits per run: {format_seconds(spec.limits.host_time_s)} host time, "
                  f"{spec.limits.memory_bytes / 2**30:g} GiB, {spec.limits.retries} "
                  "retries")
@@ -199,8 +208,6 @@ def plan_jobs(spec: CampaignSpec, jobs: int) -> int:
         return spec.executor.jobs
     if spec.executor.kind == "slurm":
         return spec.executor.max_parallel or len(spec.runs())
-    import os
-
     from .executors import memory_available
 
     cores = len(os.sched_getaffinity(0))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -27,6 +28,9 @@ class Supervised:
     stopped_for: str | None  # "host-time-limit" | "memory-limit" | None
     host_seconds: float
     peak_rss_bytes: int
+    # CPU time (user + system) of the process and the children it waited for: the host
+    # time it would have taken alone, whatever else shared the machine.
+    cpu_seconds: float = 0.0
 
 
 def die_with_parent() -> None:
@@ -80,6 +84,9 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
               env: dict[str, str] | None = None) -> Supervised:
     """Run ``command`` to its end or to a limit; stdout and stderr go to ``log``."""
     started = time.monotonic()
+    # Children's CPU time counts once they are reaped: the difference over this call is
+    # this command's (one simulator at a time per supervising process).
+    cpu_before = _children_cpu_seconds()
     peak = 0
     stopped_for: str | None = None
     with log.open("ab") as output:
@@ -109,4 +116,10 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
     return Supervised(None if stopped_for else process.returncode, stopped_for,
-                      time.monotonic() - started, peak)
+                      time.monotonic() - started, peak,
+                      max(0.0, _children_cpu_seconds() - cpu_before))
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

@@ -144,3 +144,16 @@ def test_speed_by_busy_cores_is_fitted_once_the_samples_differ(
     assert speed.overhead_s == pytest.approx(60)  # the defaults' (speeds.toml)
     assert speed.extra_sim_s == pytest.approx(0.05)
     assert speed.host_seconds(0.15, 10) == pytest.approx(60 + 0.2 * 6000)
+
+
+def test_wall_time_counts_jobs_beyond_the_host_cores_as_sharing_them() -> None:
+    from pimcloud.runs.plan import Plan
+
+    four = {f"r{i}": 100.0 for i in range(4)}  # CPU seconds each
+    def plan(jobs: int, cores: int) -> Plan:
+        return Plan(None, "gem5", [], dict(four), {}, {}, jobs, {}, cores)  # type: ignore[arg-type]
+
+    assert plan(2, 2).wall_s == pytest.approx(200)
+    assert plan(4, 2).wall_s == pytest.approx(200)  # two cores: four jobs take as long
+    assert plan(4, 0).wall_s == pytest.approx(100)  # a cluster: a core each
+    assert plan(1, 2).wall_s == pytest.approx(400)
