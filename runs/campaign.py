@@ -183,6 +183,11 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
     chosen, gem5, version = choose_backend(backend or spec.backend, log, spec.gem5.binary,
                                            spec.gem5.counters)
     if chosen == "gem5":
+        if not spec.gem5.counters and any("migration" in run.scenario.dynamic
+                                          for run in spec.runs()):
+            raise CampaignError(f"{path}: dynamic migration reads the board's page-access "
+                                "counters, and this campaign runs in gem5 without them: add "
+                                "[gem5] counters = true")
         for app in sorted({app for run in spec.runs() for app in run.scenario.apps}):
             caveat = gem5_caveat(app)
             if caveat:

@@ -115,7 +115,7 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             speed = speed_of("gem5", "boot", topology)
             speeds[f"gem5/boot/{Path(topology).stem}"] = speed
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
-    cores = 0 if spec.executor.kind == "slurm" else (os.cpu_count() or 1)
+    cores = 0 if spec.executor.kind == "slurm" else len(os.sched_getaffinity(0))
     return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores)
 
 

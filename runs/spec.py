@@ -26,6 +26,7 @@ from typing import Any
 from pimcloud.topology import TopologyError, load_topology
 from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.besteffort import JOBS as BE_JOBS
+from pimcloud.workloads.services import SERVICES
 
 from ..checked import MISSING, CheckedTable, InputError
 
@@ -969,9 +970,12 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
         raise SpecError(spec.source, "scenario.counting", False,
                         f"{where}: counting = false turns off the board's counters; add "
                         "[gem5] counters = true (or leave counting out)")
-    if not s.counting and (s.hotness == "hw" or s.manager in COUNTER_MANAGERS):
+    if not s.counting and (s.hotness == "hw" or s.manager in COUNTER_MANAGERS
+                           or "migration" in s.dynamic):
+        reader = (s.manager if s.manager in COUNTER_MANAGERS else
+                  "hotness hw" if s.hotness == "hw" else "dynamic migration")
         raise SpecError(spec.source, "scenario.counting", False,
-                        f"{where}: {s.manager if s.manager in COUNTER_MANAGERS else 'hotness hw'}"
+                        f"{where}: {reader}"
                         " reads the counters, which count nothing with counting = false; "
                         "keep counting on for it")
     if s.placement in TIERED_PLACEMENTS:
@@ -992,7 +996,12 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
     if "migration" in s.dynamic and spec.backend == "gem5" and not spec.gem5.counters:
         raise SpecError(spec.source, "scenario.dynamic", s.dynamic,
                         f"{where}: migration based on locality reads the board's page-access "
-                        "counters; add [gem5] counters = true")
+                        "counters; add [gem5] counters = true (in QEMU it moves nothing)")
+    if "replication" in s.dynamic and not any(
+            SERVICES[a].replicates for a in s.apps if a in SERVICES):
+        raise SpecError(spec.source, "scenario.dynamic", s.dynamic,
+                        f"{where}: none of {', '.join(s.apps)} keeps shared read-only data "
+                        "it can replicate (imgdnn does); drop replication")
     if s.load is None and s.rps is None:
         raise SpecError(spec.source, "scenario.load", "(missing)",
                         "give scenario.load (fraction of max load) or scenario.rps, or an axis")

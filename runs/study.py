@@ -133,7 +133,7 @@ class StudySpec:
                 placements = self.placements_on(preset)
                 for placement in placements:
                     cells.append(Cell(preset, service.name, cores, kind, rps, placement))
-                for placement in placements if len(placements) > 1 else ():
+                for placement in placements if _nodes_with_cores(preset) > 1 else ():
                     for dynamic in self.dynamic:
                         if dynamic == "replication" and not SERVICES[service.name].replicates:
                             continue
@@ -143,9 +143,8 @@ class StudySpec:
 
     def placements_on(self, preset: str) -> tuple[str, ...]:
         """First touch, and the other placements where cores sit on several nodes."""
-        nodes = {n.node_id for n in numa_nodes(load_topology(preset)) if n.cpus and n.capacity}
-        return ("ft", *(p for p in self.placements if p != "ft")) if len(nodes) > 1 \
-            else ("ft",)
+        return ("ft", *(p for p in self.placements if p != "ft")) \
+            if _nodes_with_cores(preset) > 1 else ("ft",)
 
     def cell(self, preset: str, service: str) -> Cell:
         for cell in self.cells():
@@ -159,8 +158,11 @@ class StudySpec:
         """The campaign spec (as a TOML document) that measures ``cell``."""
         service = self.services[cell.service]
         warmup_s = self.warmup_requests / cell.sample_rps
+        interval_s = 0.0
         if cell.dynamic != "none":
-            warmup_s *= self.dynamic_warmup
+            interval_s = max(warmup_s * self.dynamic_warmup / DYNAMIC_WARMUP_INTERVALS,
+                             DYNAMIC_MIN_INTERVAL_S)
+            warmup_s = interval_s * DYNAMIC_WARMUP_INTERVALS
         measured_s = self.requests / cell.sample_rps
         app: dict[str, Any] = {
             "qos": f"{service.qos_ns / 1e6:g}ms",
@@ -186,15 +188,28 @@ class StudySpec:
         if cell.dynamic != "none":
             # The agent runs (the default manager: every core, OS scheduling) with its
             # starting figures, so that it profiles nothing, and ten intervals in the
-            # warm-up: the pages move before the measured requests.
+            # warm-up: the pages move before the measured requests. Its own work (on a
+            # core that also serves) is part of what the bar shows.
             per_core = {kind: 1 / service.service_s[kind] for kind in CORE_TYPES}
             app["max_rps_host_core"] = float(f"{per_core['brawny']:.3g}")
             app["max_rps_pim_core"] = float(f"{per_core['wimpy']:.3g}")
             spec["scenario"].update(manager="default", dynamic=cell.dynamic,
-                                    interval=_time_text(warmup_s / 10))
+                                    interval=_time_text(interval_s))
             if cell.dynamic == "migration":
                 spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
         return spec
+
+
+def _nodes_with_cores(preset: str) -> int:
+    """Memory nodes with cores of their own: where placement and migration can differ."""
+    return len({n.node_id for n in numa_nodes(load_topology(preset)) if n.cpus and n.capacity})
+
+
+# A dynamic cell's agent interval: at least this long (the agent and the harness take
+# 1 ms at the least, and each interval the agent queries every stack's counters on a core
+# that also serves requests), and its warm-up at least this many intervals.
+DYNAMIC_MIN_INTERVAL_S = 5e-3
+DYNAMIC_WARMUP_INTERVALS = 10
 
 
 def _time_text(seconds: float) -> str:
@@ -260,6 +275,10 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
             cell_tables[key] = value
     cell.finish()
     placements = top.strings("placements", ("ft",))
+    for key, values in (("placements", placements), ("dynamic", top.strings("dynamic", ()))):
+        if len(set(values)) != len(values):
+            raise top.error(key, list(values), "each value once (two cells would share a "
+                            "name and a folder)")
     for placement in placements:
         if placement not in PLACEMENTS:
             raise top.error("placements", placement, "choose among " + ", ".join(PLACEMENTS))

@@ -183,11 +183,14 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
 
     assert verdict([]) == "not measurable"
     # Migration brings CC and IL close to FT: the spread shrinks.
-    closer = [result("cc", "migration", 11), result("il", "migration", 12)]
+    closer = [result("ft", "migration", 10), result("cc", "migration", 11),
+              result("il", "migration", 12)]
+    assert verdict(closer[1:]) == "not measurable"  # FT without its dynamic cell
     assert verdict(closer) == "holds"
-    assert verdict([result("il", "migration", 80)]) == "does not hold"  # worse: no help
+    worse = [result(p, "migration", 80) for p in ("ft", "cc", "il")]
+    assert verdict(worse) == "does not hold"  # no help: the static spread stays
     table = placement_table(statics + closer, qos).set_index("policy")
-    assert {"ft", "cc", "il", "cc+mig", "il+mig"} == set(table.index)
+    assert {"ft", "cc", "il", "ft+mig", "cc+mig", "il+mig"} == set(table.index)
     assert table.loc["cc+mig", "normalized_max_load"] > table.loc["cc", "normalized_max_load"]
     # Table III stays first touch alone.
     assert len(table_iii(statics + closer, qos)) == 2

@@ -62,21 +62,42 @@ def group_rss(pgid: int) -> int:
     return total
 
 
-def stop_group(process: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after ``grace_s``."""
+def reap(process: subprocess.Popen[bytes], timeout_s: float | None = 0.0
+         ) -> resource.struct_rusage | None:
+    """Reap ``process`` with wait4, which gives its own resource usage (getrusage's
+    children total would also hold whatever other threads of this process reap), and set
+    its returncode; None while it still runs after ``timeout_s`` (None: wait for it)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already (its returncode is set)
+            return None
+        if pid:
+            process.returncode = os.waitstatus_to_exitcode(status)
+            return usage
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+def stop_group(process: subprocess.Popen[bytes], grace_s: float = 5.0
+               ) -> resource.struct_rusage | None:
+    """SIGTERM the process group, then SIGKILL what is left after ``grace_s``; the
+    leader's resource usage when this reaped it."""
+    usage = None
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
+        if process.returncode is not None:
+            break
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
             break
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+        usage = reap(process, wait)
     # Stragglers in the group (children that outlived the leader).
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
+    return usage
 
 
 def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
@@ -84,9 +105,7 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
               env: dict[str, str] | None = None) -> Supervised:
     """Run ``command`` to its end or to a limit; stdout and stderr go to ``log``."""
     started = time.monotonic()
-    # Children's CPU time counts once they are reaped: the difference over this call is
-    # this command's (one simulator at a time per supervising process).
-    cpu_before = _children_cpu_seconds()
+    usage: resource.struct_rusage | None = None
     peak = 0
     stopped_for: str | None = None
     with log.open("ab") as output:
@@ -94,7 +113,7 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
                                    stderr=subprocess.STDOUT, cwd=cwd, env=env,
                                    preexec_fn=_child_setup)
         try:
-            while process.poll() is None:
+            while (usage := reap(process)) is None and process.returncode is None:
                 elapsed = time.monotonic() - started
                 rss = group_rss(process.pid)
                 peak = max(peak, rss)
@@ -106,20 +125,15 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
                     output.write(f"\npimcloud-runs: stopped after {elapsed:.0f} s host time: "
                                  f"{stopped_for} (resident {rss / 2**20:.0f} MiB)\n".encode())
                     output.flush()
-                    stop_group(process)
+                    usage = stop_group(process)
                     break
                 time.sleep(POLL_S)
         finally:
-            if process.poll() is None:
-                stop_group(process)
+            if process.returncode is None:
+                usage = stop_group(process) or usage
             # Whatever it left running in its group goes with it.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
     return Supervised(None if stopped_for else process.returncode, stopped_for,
                       time.monotonic() - started, peak,
-                      max(0.0, _children_cpu_seconds() - cpu_before))
-
-
-def _children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+                      usage.ru_utime + usage.ru_stime if usage is not None else 0.0)

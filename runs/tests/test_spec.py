@@ -162,13 +162,16 @@ def test_counting_off_needs_the_counters_and_is_an_axis() -> None:
         spec_of('[axes]\ncounting = ["no"]\n')
 
 
+IMGDNN = BASE.replace("kvstore", "imgdnn")
+
+
 def test_dynamic_placement_runs_the_agent_and_reaches_its_config() -> None:
     from pimcloud.runs.guest_scenario import agent_config
 
     both = spec_of('[axes]\n'
                    'dynamic = ["none", "migration", "replication", "migration+replication"]\n',
-                   base=BASE.replace("[scenario]\n", '[scenario]\ntiering_pages = 64\n'
-                                     'manager = "default"\n'))
+                   base=IMGDNN.replace("[scenario]\n", '[scenario]\ntiering_pages = 64\n'
+                                       'manager = "default"\n'))
     runs = both.runs()  # type: ignore[attr-defined]
     placement = [agent_config(r)["placement"] for r in runs]
     assert [p.get("locality_pages") for p in placement] == [None, 64, None, 64]
@@ -183,6 +186,13 @@ def test_dynamic_placement_runs_the_agent_and_reaches_its_config() -> None:
         spec_of('[system]\nbackend = "gem5"\n[axes]\ndynamic = ["migration"]\n').runs()  # type: ignore[attr-defined]
     with pytest.raises(SpecError, match="choose among"):
         spec_of('[axes]\ndynamic = ["teleport"]\n')
+    with pytest.raises(SpecError, match="none of kvstore keeps shared read-only data"):
+        spec_of('[axes]\ndynamic = ["replication"]\n',
+                base=BASE.replace("[scenario]\n", '[scenario]\nmanager = "default"\n')
+                ).runs()  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match="dynamic migration reads the counters"):
+        spec_of('[system]\nbackend = "gem5"\n[gem5]\ncounters = true\n[axes]\n'
+                'counting = [false]\ndynamic = ["migration"]\n').runs()  # type: ignore[attr-defined]
 
 
 VARIANTS = ('[system]\ntopology = "tiered"\n[axes]\nload = [0.2, 0.5]\nvariant = [\n'

@@ -56,6 +56,11 @@ class FakeMachine : public Machine {
   bool pageCounters = false;
   std::map<std::uintptr_t, AccessedPage> accessed;
   bool hasPageCounters() const override { return pageCounters; }
+  int counterResets = 0;
+  bool resetPageCounters() override {
+    counterResets += pageCounters;
+    return pageCounters;
+  }
   std::vector<AccessedPage> accessedPages(int pid) override;
   std::set<int> deadTids;
   std::set<std::string> deadApps;  // setAppCpus reports "gone"

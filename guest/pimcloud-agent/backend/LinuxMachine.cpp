@@ -200,6 +200,16 @@ void LinuxMachine::trackHardwareHotness(int pid) {
   }
 }
 
+bool LinuxMachine::resetPageCounters() {
+  if (!hasPageCounters()) return false;
+  bool ok = true;
+  for (const CountedMemory& memory : countersInfo_->memories) {
+    ok &= counters_->ask("reset " + std::to_string(memory.node)).rfind("ok ", 0) == 0;
+  }
+  hottestThisInterval_.clear();
+  return ok;
+}
+
 std::vector<AccessedPage> LinuxMachine::accessedPages(int pid) {
   std::vector<AccessedPage> out;
   if (!hasPageCounters()) return out;
@@ -239,10 +249,11 @@ Status LinuxMachine::setBandwidthThrottle(const std::vector<int>& cpus, int leve
 }
 
 void LinuxMachine::trackHotness(int pid) {
-  if (hotnessSource() == "hw") {
-    trackHardwareHotness(pid);
-    return;
-  }
+  // The counters count all the time: they are asked (the paper's hot-page call, with a
+  // reverse-map walk per frame in the driver) only when pages are about to move, in
+  // hotPages, not every scan: in gem5 a periodic query of 4096 frames per stack took up
+  // to 33 ms of a host core an interval, beside the service on it.
+  if (hotnessSource() == "hw") return;
   if (!idle_.available()) return;
   std::uintptr_t& cursor = scanCursor_[pid];
   const std::vector<Page> pages = privatePages(pid, cursor, options_.hotnessScanPages, cursor);
@@ -259,6 +270,7 @@ void LinuxMachine::trackHotness(int pid) {
 }
 
 std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
+  if (hotnessSource() == "hw") trackHardwareHotness(pid);  // once an interval per memory
   const std::vector<Page> pages = privatePages(pid);
   std::vector<std::uintptr_t> addrs;
   addrs.reserve(pages.size());

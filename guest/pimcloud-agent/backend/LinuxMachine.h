@@ -39,7 +39,7 @@ class LinuxMachine : public Machine {
 
   Status prepare();  // creates the cgroup tree when cgroups are used
   // "hw" or "idle": the source in use, and why it is not the one asked for ("" if it is).
-  std::string hotnessSource() const {
+  std::string hotnessSource() const override {
     return options_.hotness == "hw" && counters_ && countersInfo_ ? "hw" : "idle";
   }
   const std::string& hotnessNote() const { return hotnessNote_; }
@@ -55,6 +55,7 @@ class LinuxMachine : public Machine {
   std::map<int, MissSample> missCounters() override;
   std::vector<AccessedPage> accessedPages(int pid) override;
   bool hasPageCounters() const override { return counters_ && countersInfo_; }
+  bool resetPageCounters() override;
   Status setBandwidthThrottle(const std::vector<int>& cpus, int level) override;
   bool alive(const AppHandle& app) override;
   std::map<int, std::uint64_t> pagesPerNode(int pid) override;

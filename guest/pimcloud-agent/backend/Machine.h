@@ -92,10 +92,16 @@ class Machine {
   virtual std::map<int, std::uint64_t> pagesPerNode(int pid) = 0;
   // One round of access tracking for a process (idle page tracking on Linux).
   virtual void trackHotness(int /*pid*/) {}
+  // Where hotPages' hotness comes from, for the log: "idle" (scans that saw the page
+  // touched) or "hw" (the page-access counters' counts).
+  virtual std::string hotnessSource() const { return "idle"; }
   // The process's pages among the counted memories' hottest frames, hottest first; empty
   // without page-access counters (QEMU, a gem5 board without them): see hasPageCounters.
   virtual std::vector<AccessedPage> accessedPages(int /*pid*/) { return {}; }
   virtual bool hasPageCounters() const { return false; }
+  // Clear every counted memory's counts, first CPUs and types (a frame keeps its first
+  // CPU for life otherwise: the set-up's loader would own every page). False: no counters.
+  virtual bool resetPageCounters() { return false; }
   // Every CPU's miss counters, read now; empty when the machine has none (QEMU).
   virtual std::map<int, MissSample> missCounters() { return {}; }
   // Throttle the memory bandwidth of these CPUs (level 0 = off).

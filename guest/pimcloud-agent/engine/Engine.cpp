@@ -574,6 +574,16 @@ void Engine::migrateForLocality(std::int64_t tNs) {
     localityNoted_ = true;
     return;
   }
+  if (!localityReset_) {
+    // The set-up's accesses (a loader thread touching every page first) say nothing of
+    // who touches a page now: count afresh, and move from the next interval on.
+    localityReset_ = true;
+    const bool reset = machine_->resetPageCounters();
+    log_->note(tNs, "locality", reset ? "page-access counters reset: counting who touches "
+                                        "each page from now on"
+                                      : "could not reset the page-access counters");
+    return;
+  }
   auto freeBytes = machine_->freeBytesPerNode();
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;
@@ -901,6 +911,28 @@ void Engine::place(Decision& d, long index) {
         }
         rt.movedFor[cpu];  // booked as they move (runMoves), never from the plan
         if (plan.pages.empty()) break;
+        {
+          // What was chosen, by what: the planned pages' hotness, hottest first.
+          std::map<std::uintptr_t, std::uint32_t> hotness;
+          for (const PageInfo& pg : pages) hotness[pg.addr] = pg.hotness;
+          double sum = 0;
+          std::size_t hot = 0;
+          std::string first;
+          for (std::size_t i = 0; i < plan.pages.size(); ++i) {
+            const std::uint32_t h = hotness[plan.pages[i]];
+            sum += h;
+            hot += h > 0;
+            if (i < 8) first += (i ? ", " : "") + std::to_string(h);
+          }
+          const std::string source = machine_->hotnessSource();
+          d.values["planned_pages"] = static_cast<double>(plan.pages.size());
+          d.values["planned_hot_pages"] = static_cast<double>(hot);
+          d.values["planned_hotness_sum"] = sum;
+          d.reason += "; " + std::to_string(plan.pages.size()) + " pages planned for cpu " +
+                      std::to_string(cpu) + ", hottest first by " +
+                      (source == "hw" ? "access count" : "idle scans seen touched") + " (" +
+                      source + "): " + first + (plan.pages.size() > 8 ? ", ..." : "");
+        }
         MoveJob job;
         job.app = p.app;
         job.node = p.stack;

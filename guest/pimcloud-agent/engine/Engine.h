@@ -157,6 +157,7 @@ class Engine {
   EngineOptions options_;
   bool started_ = false;
   bool localityNoted_ = false;  // said once that no counters means no locality migration
+  bool localityReset_ = false;  // cleared the counters' first CPUs when it began
   AppId nextId_ = 0;
   std::map<AppId, Runtime> apps_;
   std::map<std::string, AppId> ids_;

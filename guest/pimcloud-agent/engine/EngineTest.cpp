@@ -44,6 +44,16 @@ TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
   std::uint64_t logged = 0;
   for (const Decision& x : e.log.history()) logged += x.pagesMoved;
   EXPECT_GE(logged, onStack2);
+  // The decision says which pages were chosen, by what: their hotness, hottest first.
+  bool said = false;
+  for (const Decision& x : e.log.history()) {
+    if (x.values.count("planned_pages") == 0) continue;
+    said = true;
+    EXPECT_GT(x.values.at("planned_pages"), 0);
+    EXPECT_NE(x.reason.find("pages planned for cpu"), std::string::npos) << x.reason;
+    EXPECT_NE(x.reason.find("(idle)"), std::string::npos) << x.reason;
+  }
+  EXPECT_TRUE(said);
   bool replicate = false;
   for (const std::string& l : control.lines) replicate |= l.find("\"replicate\"") != std::string::npos;
   EXPECT_TRUE(replicate);
@@ -846,7 +856,11 @@ TEST(EngineLocality, HotPrivatePagesGoToTheirOnlyCpusNode) {
   page(0x300000, 2, 400, false, 12);  // already local: stays
   page(0x400000, 2, 300, false, 4);   // CPU 4 is on stack 1
   page(0x500000, 1, 200, false, 0);   // a host CPU: node 0 has no memory, stays
-  d.tick();
+  d.tick();  // the first interval clears the counters (the set-up's accesses) ...
+  EXPECT_EQ(d.machine.counterResets, 1);
+  EXPECT_EQ(d.machine.pagesOf[pid][0].node, 1);
+  d.tick();  // ... and moves begin with the next
+  EXPECT_EQ(d.machine.counterResets, 1);  // once
   auto nodeOf = [&](std::uintptr_t addr) {
     for (const PageInfo& p : d.machine.pagesOf[pid]) {
       if (p.addr == addr) return p.node;
@@ -863,6 +877,25 @@ TEST(EngineLocality, HotPrivatePagesGoToTheirOnlyCpusNode) {
   EXPECT_EQ(nodeOf(0x300000), 2);
   EXPECT_EQ(nodeOf(0x500000), 1);
   EXPECT_GE(d.log.events().at("locality"), 2U);
+}
+
+// A PIM-only system (arch9): node 0 is a stack with cores of its own (the sysfs topology
+// types them as host cores on node 0) and memory; pages go there as to any stack.
+TEST(EngineLocality, OnAPimOnlySystemNodeZeroIsAStackLikeTheOthers) {
+  EngineOptions o;
+  o.localityPages = 16;
+  o.reserveBytes = 1 << 20;
+  testing::Driver d("default", {}, Topology::make(8, 1, 8), o);  // CPUs 0-7 node 0, 8-15 node 1
+  d.machine.pageCounters = true;
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  d.machine.freeBytes = {{0, 256ULL << 20}, {1, 256ULL << 20}};
+  d.machine.pagesOf[pid] = {{0x100000, 1, 0}, {0x200000, 0, 0}};
+  d.machine.accessed[0x100000] = {0x100000, 1, 50, false, false, 3};   // CPU 3: node 0
+  d.machine.accessed[0x200000] = {0x200000, 0, 40, false, true, 12};   // CPU 12: node 1
+  d.tick(2);
+  EXPECT_EQ(d.machine.pagesOf[pid][0].node, 0);
+  EXPECT_EQ(d.machine.pagesOf[pid][1].node, 1);
 }
 
 // Without the counters (QEMU) locality migration cannot tell who touches a page: it says

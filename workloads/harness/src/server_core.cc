@@ -262,9 +262,13 @@ void ServerCore::profile_loop() {
   std::uint64_t bad_lines = 0;
   while (!stopping_) {
     for (const std::string& line : reader.poll()) {
-      // The agent's replicas come through the same file (a campaign gives no socket).
+      // The agent's replicas come through the same file (a campaign gives no socket);
+      // with a socket they come there too, and only the socket's are carried out (two
+      // channels would not keep their order).
       if (const auto command = parse_placement_command(line, options_.app)) {
-        std::cerr << options_.app << ": " << handle_command(*command) << '\n';
+        if (options_.control_socket.empty()) {
+          std::cerr << options_.app << ": " << handle_command(*command) << '\n';
+        }
         continue;
       }
       std::string error;
