@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
-from pimcloud.analysis.characterisation import occupied_ns
+from pimcloud.analysis.characterisation import (
+    CellResult,
+    claims,
+    occupied_ns,
+    placement_table,
+    table_iii,
+)
+from pimcloud.runs.study import load_study
 
 
 def requests(rows: list[tuple[int, int, int]]) -> pd.DataFrame:
@@ -86,17 +96,6 @@ def test_imgdnn_claim_uses_the_service_time_when_the_model_is_invalid() -> None:
 
 
 def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
-    import dataclasses
-    from pathlib import Path
-
-    from pimcloud.analysis.characterisation import (
-        CellResult,
-        claims,
-        placement_table,
-        table_iii,
-    )
-    from pimcloud.runs.study import load_study
-
     study = dataclasses.replace(load_study("characterisation-gem5"),
                                 placements=("ft", "cc", "il"))
     names = [c.name for c in study.cells() if c.service == "kvstore"]
@@ -131,17 +130,6 @@ def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
 
 
 def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> None:
-    import dataclasses
-    from pathlib import Path
-
-    from pimcloud.analysis.characterisation import (
-        CellResult,
-        claims,
-        placement_table,
-        table_iii,
-    )
-    from pimcloud.runs.study import load_study
-
     study = dataclasses.replace(load_study("characterisation-gem5"),
                                 placements=("ft", "cc", "il"),
                                 dynamic=("migration", "replication"))
