@@ -24,9 +24,10 @@ yellow and green bars), each of those placements also gets a cell with page migr
 based on locality (``-mig``: the agent moves hot private pages to the node of the one CPU
 that touches them, from the board's page-access counters) and, for services that keep
 shared read-only data, one with replication (``-rep``). Those cells run the agent with the
-``default`` manager (OS scheduling; only memory managed), warm up ``dynamic_warmup`` times
-longer so that the pages have moved when the measured requests start, and turn the
-board's counters on (a separate boot).
+``default`` manager (OS scheduling; only memory managed) and a warm-up of 20 agent
+intervals (``dynamic_warmup`` times the study's warm-up over 20, at least 5 ms each) so
+that the pages have moved when the measured requests start, and turn the board's
+counters on (a separate boot).
 
 The sampled point gives the service's per-request service times on that architecture;
 the analysis (pimcloud.analysis.characterisation) predicts its whole p99-vs-RPS curve
@@ -187,7 +188,7 @@ class StudySpec:
         spec.update(self.cell_tables)
         if cell.dynamic != "none":
             # The agent runs (the default manager: every core, OS scheduling) with its
-            # starting figures, so that it profiles nothing, and ten intervals in the
+            # starting figures, so that it profiles nothing, and twenty intervals in the
             # warm-up: the pages move before the measured requests. Its own work (on a
             # core that also serves) is part of what the bar shows.
             per_core = {kind: 1 / service.service_s[kind] for kind in CORE_TYPES}
@@ -206,10 +207,11 @@ def _nodes_with_cores(preset: str) -> int:
 
 
 # A dynamic cell's agent interval: at least this long (the agent and the harness take
-# 1 ms at the least, and each interval the agent queries every stack's counters on a core
-# that also serves requests), and its warm-up at least this many intervals.
+# 1 ms at the least), and its warm-up this many intervals: the agent resets the counters
+# in the first and asks them every tenth (its hotness scan), so its moves are made once
+# or twice before the measured requests.
 DYNAMIC_MIN_INTERVAL_S = 5e-3
-DYNAMIC_WARMUP_INTERVALS = 10
+DYNAMIC_WARMUP_INTERVALS = 20
 
 
 def _time_text(seconds: float) -> str:

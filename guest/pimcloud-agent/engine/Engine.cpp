@@ -584,6 +584,8 @@ void Engine::migrateForLocality(std::int64_t tNs) {
                                       : "could not reset the page-access counters");
     return;
   }
+  const auto every = static_cast<std::uint64_t>(std::max(1, options_.hotnessScanIntervals));
+  if (++localityTicks_ % every != 0) return;
   auto freeBytes = machine_->freeBytesPerNode();
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;

@@ -65,8 +65,9 @@ struct EngineOptions {
   // Dynamic data placement beside a static one (the paper's III-D2 "page migration ...
   // based on locality", after Verghese et al., ASPLOS 1996): each interval up to this many
   // of an app's hot private pages, as the board's page-access counters see them, move to
-  // the node of the one CPU that touches them. 0: off. Without the counters (QEMU) the
-  // agent says so once and moves nothing.
+  // the node of the one CPU that touches them, asked every hotnessScanIntervals (the
+  // query walks the reverse map of every frame it answers: tens of ms of a core in gem5).
+  // 0: off. Without the counters (QEMU) the agent says so once and moves nothing.
   std::size_t localityPages = 0;
   // Replication (III-D2): when an app starts, its shared read-only data are copied to
   // every node its cores sit on (the service's replicate command; services without such
@@ -158,6 +159,7 @@ class Engine {
   bool started_ = false;
   bool localityNoted_ = false;  // said once that no counters means no locality migration
   bool localityReset_ = false;  // cleared the counters' first CPUs when it began
+  std::uint64_t localityTicks_ = 0;  // intervals since the reset: it asks every scan
   AppId nextId_ = 0;
   std::map<AppId, Runtime> apps_;
   std::map<std::string, AppId> ids_;

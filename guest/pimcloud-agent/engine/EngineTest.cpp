@@ -842,6 +842,7 @@ TEST(EngineLocality, HotPrivatePagesGoToTheirOnlyCpusNode) {
   o.staticPlacement = StaticPlacement::Interleave;
   o.localityPages = 4;
   o.reserveBytes = 1 << 20;
+  o.hotnessScanIntervals = 1;  // asks every interval
   testing::Driver d("default", {}, Topology::paper(), o);
   d.machine.pageCounters = true;
   d.app("a", 1000, 400, 100);
@@ -885,6 +886,7 @@ TEST(EngineLocality, OnAPimOnlySystemNodeZeroIsAStackLikeTheOthers) {
   EngineOptions o;
   o.localityPages = 16;
   o.reserveBytes = 1 << 20;
+  o.hotnessScanIntervals = 3;  // the counters are asked every third interval
   testing::Driver d("default", {}, Topology::make(8, 1, 8), o);  // CPUs 0-7 node 0, 8-15 node 1
   d.machine.pageCounters = true;
   d.app("a", 1000, 400, 100);
@@ -893,7 +895,9 @@ TEST(EngineLocality, OnAPimOnlySystemNodeZeroIsAStackLikeTheOthers) {
   d.machine.pagesOf[pid] = {{0x100000, 1, 0}, {0x200000, 0, 0}};
   d.machine.accessed[0x100000] = {0x100000, 1, 50, false, false, 3};   // CPU 3: node 0
   d.machine.accessed[0x200000] = {0x200000, 0, 40, false, true, 12};   // CPU 12: node 1
-  d.tick(2);
+  d.tick(3);  // the reset, then two intervals without asking
+  EXPECT_EQ(d.machine.pagesOf[pid][0].node, 1);
+  d.tick();
   EXPECT_EQ(d.machine.pagesOf[pid][0].node, 0);
   EXPECT_EQ(d.machine.pagesOf[pid][1].node, 1);
 }
