@@ -483,6 +483,41 @@ const char* toString(TieringMode mode) {
   return "?";
 }
 
+namespace {
+// A thread migration's decision says which pages it planned by what: their hotness,
+// hottest first (the first eight), and how many were seen hot at all.
+void describePlan(Decision& d, const std::vector<PageInfo>& candidates,
+                  const std::vector<std::uintptr_t>& planned, int cpu, const std::string& source) {
+  std::map<std::uintptr_t, std::uint32_t> hotness;
+  for (const PageInfo& pg : candidates) hotness[pg.addr] = pg.hotness;
+  double sum = 0;
+  std::size_t hot = 0;
+  std::string first;
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    const std::uint32_t h = hotness[planned[i]];
+    sum += h;
+    hot += h > 0;
+    if (i < 8) first += (i ? ", " : "") + std::to_string(h);
+  }
+  d.values["planned_pages"] = static_cast<double>(planned.size());
+  d.values["planned_hot_pages"] = static_cast<double>(hot);
+  d.values["planned_hotness_sum"] = sum;
+  d.reason += "; " + std::to_string(planned.size()) + " pages planned for cpu " +
+              std::to_string(cpu) + ", hottest first by " +
+              (source == "hw" ? "access count" : "idle scans seen touched") + " (" + source +
+              "): " + first + (planned.size() > 8 ? ", ..." : "");
+}
+}  // namespace
+
+std::set<std::uintptr_t> Engine::queuedPages(
+    const std::function<bool(const MoveJob&)>& which) const {
+  std::set<std::uintptr_t> out;
+  for (const MoveJob& j : moves_) {
+    if (which(j)) out.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
+  }
+  return out;
+}
+
 void Engine::queueTierMove(std::int64_t tNs, AppId id, const Runtime& rt,
                            std::vector<std::uintptr_t> pages, int node, const std::string& event,
                            const std::string& why, std::map<std::string, double> values,
@@ -515,10 +550,8 @@ void Engine::tier(std::int64_t tNs) {
   if (options_.tieringPages == 0 || !isTiered(options_.staticPlacement)) return;
   const bool promote = options_.tiering != TieringMode::HeteroOsLru;
   const bool lru = options_.tiering != TieringMode::Promote;
-  std::set<std::uintptr_t> queued;
-  for (const MoveJob& j : moves_) {
-    if (j.pid == 0) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
-  }
+  const std::set<std::uintptr_t> queued =
+      queuedPages([](const MoveJob& j) { return j.pid == 0; });
   const auto freeBytes = freeBytesPerStack();
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;
@@ -589,10 +622,8 @@ void Engine::migrateForLocality(std::int64_t tNs) {
   auto freeBytes = machine_->freeBytesPerNode();
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;
-    std::set<std::uintptr_t> queued;
-    for (const MoveJob& j : moves_) {
-      if (j.app == id && j.pid == 0) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
-    }
+    const std::set<std::uintptr_t> queued =
+        queuedPages([id = id](const MoveJob& j) { return j.app == id && j.pid == 0; });
     std::map<int, std::vector<std::uintptr_t>> toNode;
     std::map<int, std::uint64_t> count;  // accesses of the pages planned, per target
     std::size_t planned = 0;
@@ -892,10 +923,8 @@ void Engine::place(Decision& d, long index) {
         const auto resIt = applied_.residentStack.find(p.app);
         const int resident = resIt == applied_.residentStack.end() ? -1 : resIt->second;
         // Pages already on their way elsewhere are not this core's to take.
-        std::set<std::uintptr_t> queued;
-        for (const MoveJob& j : moves_) {
-          if (j.app == p.app) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
-        }
+        const std::set<std::uintptr_t> queued =
+            queuedPages([&p](const MoveJob& j) { return j.app == p.app; });
         std::vector<PageInfo> pages = machine_->hotPages(rt.handle.pid, resident);
         pages.erase(std::remove_if(pages.begin(), pages.end(),
                                    [&queued](const PageInfo& pg) { return queued.count(pg.addr) != 0; }),
@@ -913,28 +942,7 @@ void Engine::place(Decision& d, long index) {
         }
         rt.movedFor[cpu];  // booked as they move (runMoves), never from the plan
         if (plan.pages.empty()) break;
-        {
-          // What was chosen, by what: the planned pages' hotness, hottest first.
-          std::map<std::uintptr_t, std::uint32_t> hotness;
-          for (const PageInfo& pg : pages) hotness[pg.addr] = pg.hotness;
-          double sum = 0;
-          std::size_t hot = 0;
-          std::string first;
-          for (std::size_t i = 0; i < plan.pages.size(); ++i) {
-            const std::uint32_t h = hotness[plan.pages[i]];
-            sum += h;
-            hot += h > 0;
-            if (i < 8) first += (i ? ", " : "") + std::to_string(h);
-          }
-          const std::string source = machine_->hotnessSource();
-          d.values["planned_pages"] = static_cast<double>(plan.pages.size());
-          d.values["planned_hot_pages"] = static_cast<double>(hot);
-          d.values["planned_hotness_sum"] = sum;
-          d.reason += "; " + std::to_string(plan.pages.size()) + " pages planned for cpu " +
-                      std::to_string(cpu) + ", hottest first by " +
-                      (source == "hw" ? "access count" : "idle scans seen touched") + " (" +
-                      source + "): " + first + (plan.pages.size() > 8 ? ", ..." : "");
-        }
+        describePlan(d, pages, plan.pages, cpu, machine_->hotnessSource());
         MoveJob job;
         job.app = p.app;
         job.node = p.stack;
@@ -985,10 +993,8 @@ void Engine::moveBePages(const PlacementRequest& p, Decision& d, long index) {
   std::uint64_t planned = 0;
   const std::vector<int> pids = machine_->bePids();
   for (int pid : pids) {
-    std::set<std::uintptr_t> queued;
-    for (const MoveJob& j : moves_) {
-      if (j.app == kBePool && j.pid == pid) queued.insert(j.pages.begin() + static_cast<long>(j.next), j.pages.end());
-    }
+    const std::set<std::uintptr_t> queued =
+        queuedPages([pid](const MoveJob& j) { return j.app == kBePool && j.pid == pid; });
     std::vector<std::uintptr_t> pages;
     for (const PageInfo& page : machine_->hotPages(pid, p.fromStack)) {
       if (queued.count(page.addr) == 0) pages.push_back(page.addr);

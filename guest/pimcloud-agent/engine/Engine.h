@@ -142,6 +142,8 @@ class Engine {
                      const std::map<int, std::uint64_t>& freeBytes,
                      const std::set<std::uintptr_t>& queued);
   void enqueueMove(MoveJob job);
+  // Pages of the queued moves `which` selects that have not moved yet.
+  std::set<std::uintptr_t> queuedPages(const std::function<bool(const MoveJob&)>& which) const;
   void runMoves(std::int64_t tNs);
   std::int64_t hostNs() const;
   void appGone(std::int64_t tNs, AppId id, const std::string& why);
