@@ -60,6 +60,32 @@ SENTENCES = (
     "we walked along the beach",
 )
 
+# Short commands (one to three words) for translation requests small enough to sample a
+# few hundred of in gem5: translate's `--opt max_words=N` draws only from the sentences of
+# at most N words (workloads/README.md, "Request sizes").
+SHORT_COMMANDS = (
+    "stop",
+    "yes",
+    "no",
+    "help",
+    "cancel",
+    "start",
+    "repeat",
+    "louder",
+    "turn left",
+    "turn right",
+    "go back",
+    "call home",
+    "play music",
+    "next page",
+    "lights on",
+    "lights off",
+    "thank you",
+    "good night",
+    "send it",
+    "show me more",
+)
+
 STOPWORDS = frozenset(
     {
         "that",
@@ -429,7 +455,7 @@ def build_speech(
 
 
 def build_translate(out: Path, extra: int = 480, seed: int = 1) -> dict[str, object]:
-    """sentences.txt: our plain sentences, then short one-line fortunes."""
+    """sentences.txt: our plain sentences and short commands, then one-line fortunes."""
     folder = out / "translate"
     folder.mkdir(parents=True, exist_ok=True)
     short = [t for _, t in read_fortunes() if "\n" not in t and 4 <= len(t.split()) <= 16]
@@ -437,7 +463,7 @@ def build_translate(out: Path, extra: int = 480, seed: int = 1) -> dict[str, obj
     chosen = [
         short[int(i)] for i in rng.choice(len(short), size=min(extra, len(short)), replace=False)
     ]
-    sentences = [s.capitalize() + "." for s in SENTENCES] + chosen
+    sentences = [s.capitalize() + "." for s in SENTENCES + SHORT_COMMANDS] + chosen
     atomic_write_text(folder / "sentences.txt", "\n".join(sentences) + "\n")
     return {"sentences": len(sentences), "bytes": _size(folder)}
 

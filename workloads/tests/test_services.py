@@ -180,6 +180,21 @@ def test_translate_returns_spanish(tmp_path: Path, data_dir: Path, need: Need) -
     assert spanish >= 0.8 * len(answers)
 
 
+def test_translate_draws_short_requests_only_when_asked(
+    tmp_path: Path, data_dir: Path, need: Need
+) -> None:
+    need("pimcloud-translate")
+    out = run("translate", tmp_path, data_dir, 40, 2,
+              extra=["--log-answers", "--opt", "max_words=3"])
+    assert_complete(out)
+    english = [line.split("\t")[2] for line in
+               (tmp_path / "answers.tsv").read_text().splitlines()[1:]]
+    assert english and max(len(s.split()) for s in english) <= 3
+    assert 0 < out.summary["service"]["sentences"] < 100  # the short ones of the 520
+    with pytest.raises(RuntimeError, match="max_words"):
+        run("translate", tmp_path / "bad", data_dir, 40, 1, extra=["--opt", "max_words=-1"])
+
+
 @pytest.mark.slow
 def test_speech_decodes_the_synthesised_sentences(
     tmp_path: Path, data_dir: Path, need: Need

@@ -44,6 +44,13 @@ std::string null_flush_pipeline(const std::string& mode_file) {
       "$1 -z ");
 }
 
+std::size_t word_count(const std::string& s) {
+  std::istringstream in(s);
+  std::size_t n = 0;
+  for (std::string w; in >> w;) ++n;
+  return n;
+}
+
 // Characters that mean something in Apertium's stream format are escaped.
 std::string escape(const std::string& s) {
   std::string out;
@@ -126,9 +133,22 @@ class Translate final : public Service {
       throw std::runtime_error(args.data_dir + "/translate/sentences.txt is missing; build it "
                                "with `pimcloud workload data --only translate`");
     }
+    // --opt max_words=N: only sentences of at most N words (a request's cost grows faster
+    // than its length: the transfer stages work on chunks of the whole sentence).
+    const auto max_words = args.option_int("max_words", 0);
+    if (max_words < 0) throw std::invalid_argument("--opt max_words must be 0 (all) or more");
     std::string line;
+    std::size_t all = 0;
     while (std::getline(in, line)) {
-      if (!line.empty()) sentences_.push_back(line);
+      if (line.empty()) continue;
+      ++all;
+      if (max_words == 0 || word_count(line) <= static_cast<std::size_t>(max_words)) {
+        sentences_.push_back(line);
+      }
+    }
+    if (sentences_.empty()) {
+      throw std::invalid_argument("--opt max_words=" + std::to_string(max_words) + ": none of the " +
+                                  std::to_string(all) + " sentences is that short; raise it");
     }
     signal(SIGPIPE, SIG_IGN);
   }
