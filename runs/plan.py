@@ -38,6 +38,16 @@ def busy_cores(run: Run) -> int:
     return workers
 
 
+def detailed_phase(run: Run, backend: str, restored: bool) -> str:
+    """The speed table's phase of a run's detailed part: ``restore`` (from its app
+    checkpoint) or ``run`` (set-up included); in gem5 ``restore-be``/``run-be`` when
+    best-effort jobs stream on every free core, a regime of its own: on mini such runs
+    cost about 30,000 host s per simulated s, the services alone on the same six cores
+    3,000-6,000 (one line through both would fit neither)."""
+    phase = "restore" if restored else "run"
+    return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
+
+
 def app_set_of(run: Run) -> str:
     """What an app checkpoint is made for (the same grouping as the store's key)."""
     from .guest_scenario import setup_script
@@ -93,11 +103,12 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     speeds: dict[str, Speed] = {}
     setups: dict[str, tuple[str, int, float]] = {}
     for run in runs:
-        phase = "restore" if app_checkpointed(run, backend) else "run"
+        restored = app_checkpointed(run, backend)
+        phase = detailed_phase(run, backend, restored)
         speed = speed_of(backend, phase, run.topology)
         speeds[f"{backend}/{phase}/{Path(run.topology).stem}"] = speed
         per_run[run.run_id] = speed.host_seconds(length, busy_cores(run))
-        if phase == "restore":
+        if restored:
             key = app_set_of(run)
             if have_app_sets and key in have_app_sets:
                 continue

@@ -9,7 +9,8 @@ A run costs ``overhead_s + host_per_sim * simulated seconds`` of host time.  Two
 Measured figures win.  Keys are ``backend/phase/topology`` with phase ``boot`` (to the
 checkpoint), ``setup`` (gem5: an app set's services loaded, to its app checkpoint),
 ``restore`` (gem5: an app checkpoint restored, the run's own part on the detailed cores)
-or ``run`` (a whole run: restore, set-up, scenario); ``backend/phase/*`` is the fallback.
+or ``run`` (a whole run: restore, set-up, scenario), in gem5 ``restore-be``/``run-be`` for
+runs with best-effort jobs (plan.detailed_phase); ``backend/phase/*`` is the fallback.
 
 A detailed run's speed depends on how many cores are busy (an idle gem5 core costs little),
 so samples carry the run's busy cores when known, and with three or more samples over

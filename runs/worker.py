@@ -32,7 +32,7 @@ from pimcloud.file_digest import file_digest
 from .backends import Outcome
 from .campaign import Campaign, open_campaign
 from .layout import FAILURE_RECORD, RUN_RECORD
-from .plan import busy_cores
+from .plan import busy_cores, detailed_phase
 from .spec import Run
 from .speeds import record_speed
 
@@ -112,7 +112,8 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                 atomic_write_text(staging / RUN_RECORD, json.dumps(run_record, indent=1) + "\n")
                 folder.publish(staging, run.run_id)
                 if outcome.simulated_seconds:
-                    phase = "restore" if outcome.extra.get("app_checkpoint") else "run"
+                    phase = detailed_phase(run, backend.name,
+                                           bool(outcome.extra.get("app_checkpoint")))
                     length = run.spec.length.warmup_s + run.spec.length.measured_s
                     # CPU time where known: a run beside others on a shared machine takes
                     # longer in wall time, not in CPU time.

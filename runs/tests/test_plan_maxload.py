@@ -157,3 +157,32 @@ def test_wall_time_counts_jobs_beyond_the_host_cores_as_sharing_them() -> None:
     assert plan(4, 2).wall_s == pytest.approx(200)  # two cores: four jobs take as long
     assert plan(4, 0).wall_s == pytest.approx(100)  # a cluster: a core each
     assert plan(1, 2).wall_s == pytest.approx(400)
+
+
+def test_runs_with_best_effort_jobs_have_speeds_of_their_own(
+        write_spec: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pimcloud.runs.plan import detailed_phase, make_plan
+    from pimcloud.runs.spec import load_spec
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    alone = load_spec(write_spec("alone"))
+    text = write_spec("be").read_text().replace('manager = "pimcloud"\n[axes]',
+                                                'manager = "pimcloud"\nbe = ["membw"]\n[axes]')
+    path = tmp_path / "be2.toml"
+    path.write_text(text)
+    with_be = load_spec(path)
+    assert detailed_phase(with_be.runs()[0], "gem5", True) == "restore-be"
+    assert detailed_phase(with_be.runs()[0], "gem5", False) == "run-be"
+    assert detailed_phase(with_be.runs()[0], "qemu", False) == "run"  # guest time: no matter
+    assert detailed_phase(alone.runs()[0], "gem5", True) == "restore"
+    # Streaming jobs on every free core cost far more per simulated second than the
+    # services alone: measured samples of one regime do not move the other's estimate.
+    for simulated in (0.1, 0.2):
+        record_speed("gem5", "restore", "paper", simulated, 60 + simulated * 4000)
+        record_speed("gem5", "restore-be", "paper", simulated, 60 + simulated * 30000)
+    plain = make_plan(alone, "gem5", 1, {"paper"}, None)
+    be = make_plan(with_be, "gem5", 1, {"paper"}, None)
+    run_s = 0.11 + speed_of("gem5", "restore", "paper").extra_sim_s
+    assert min(plain.per_run.values()) == pytest.approx(60 + run_s * 4000)
+    assert min(be.per_run.values()) == pytest.approx(60 + run_s * 30000)
+    assert "gem5/restore-be/paper" in be.speeds and "gem5/restore/paper" not in be.speeds

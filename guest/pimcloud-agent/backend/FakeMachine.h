@@ -79,6 +79,7 @@ class FakeMachine : public Machine {
   Status setBeCpus(const std::vector<int>& cpus) override;
   Status setBeQuota(double fraction) override;
   std::vector<PageInfo> hotPages(int pid, int node) override;
+  std::vector<PageInfo> pagesOn(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   bool alive(const AppHandle& app) override { return deadApps.count(app.name) == 0; }
   std::vector<int> bePidList;  // what bePids() reads (their pages in pagesOf)
@@ -91,6 +92,7 @@ class FakeMachine : public Machine {
   }
   int pagesPerNodeCalls = 0;
   int hotPagesCalls = 0;
+  int pagesOnCalls = 0;
   void releaseApp(const AppHandle& app) override { released.push_back(app.name); }
   std::vector<std::string> released;  // apps whose machine state was given back
   // Host time the fake "spends" per page moved (Engine's migration budget), and its clock.

@@ -269,19 +269,26 @@ void LinuxMachine::trackHotness(int pid) {
   idle_.markIdle(pfns);
 }
 
-std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
-  if (hotnessSource() == "hw") trackHardwareHotness(pid);  // once an interval per memory
+std::vector<PageInfo> LinuxMachine::pagesOn(int pid, int node) {
   const std::vector<Page> pages = privatePages(pid);
   std::vector<std::uintptr_t> addrs;
   addrs.reserve(pages.size());
   for (const Page& p : pages) addrs.push_back(p.addr);
   const std::vector<int> nodes = queryPageNodes(movePages_, pid, addrs, options_.chunkPages);
-  const auto& hot = hotness_[pid];
   std::vector<PageInfo> out;
   for (std::size_t i = 0; i < addrs.size(); ++i) {
-    if (node >= 0 && nodes[i] != node) continue;
-    auto h = hot.find(addrs[i]);
-    out.push_back({addrs[i], nodes[i], h == hot.end() ? 0U : h->second});
+    if (node < 0 || nodes[i] == node) out.push_back({addrs[i], nodes[i], 0});
+  }
+  return out;
+}
+
+std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
+  if (hotnessSource() == "hw") trackHardwareHotness(pid);  // once an interval per memory
+  std::vector<PageInfo> out = pagesOn(pid, node);
+  const auto& hot = hotness_[pid];
+  for (PageInfo& page : out) {
+    const auto h = hot.find(page.addr);
+    if (h != hot.end()) page.hotness = h->second;
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const PageInfo& a, const PageInfo& b) { return a.hotness > b.hotness; });

@@ -50,6 +50,7 @@ class LinuxMachine : public Machine {
   Status setBeCpus(const std::vector<int>& cpus) override;
   Status setBeQuota(double fractionOfCpus) override;
   std::vector<PageInfo> hotPages(int pid, int node) override;
+  std::vector<PageInfo> pagesOn(int pid, int node) override;
   MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) override;
   void trackHotness(int pid) override;
   std::map<int, MissSample> missCounters() override;

@@ -758,7 +758,16 @@ void Engine::concentrate(std::int64_t tNs) {
       if (elsewhere(node)) away += pages;
     }
     if (away > 0) {
-      for (const PageInfo& page : machine_->hotPages(rt.handle.pid, -1)) {
+      // Hottest first only when the stack's free memory above the reserve cannot take them
+      // all: otherwise every page moves, and hotness from the hardware counters would cost
+      // a query of every memory (in gem5 it delayed the agent's first intervals by 15 ms).
+      const auto freeBytes = machine_->freeBytesPerNode();
+      const auto f = freeBytes.find(res->second);
+      const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
+      const bool allFit = free >= options_.reserveBytes + away * options_.pageBytes;
+      const std::vector<PageInfo> pages = allFit ? machine_->pagesOn(rt.handle.pid, -1)
+                                                 : machine_->hotPages(rt.handle.pid, -1);
+      for (const PageInfo& page : pages) {
         if (elsewhere(page.node)) job.pages.push_back(page.addr);
       }
     }

@@ -141,6 +141,34 @@ TEST(EnginePlacement, ConcentratedGathersPagesOnTheResidentStackOnce) {
   }
 }
 
+TEST(EnginePlacement, ConcentrateAsksForHotnessOnlyWhenTheGatherMayBeCutShort) {
+  for (const bool roomy : {true, false}) {
+    EngineOptions opts;
+    opts.staticPlacement = StaticPlacement::Concentrated;
+    Driver d("pimcloud", {}, Topology::paper(), opts);
+    d.app("averse", 300, 100, 100, 1, 50);  // pages on stack 1, resident stack will be 2
+    d.app("friendly", 100, 200, 100, 1);
+    // The hottest pages at the highest addresses: address order is not hotness order.
+    auto& pages = d.machine.pagesOf.at(1000);
+    for (std::size_t i = 0; i < pages.size(); ++i) pages[i].hotness = static_cast<std::uint32_t>(i);
+    if (!roomy) d.machine.freeBytes[2] = opts.reserveBytes + 10 * opts.pageBytes;  // 10 of 50
+    d.tick(1);
+    std::vector<std::uint32_t> gathered;
+    for (const PageInfo& p : d.machine.pagesOf.at(1000)) {
+      if (p.node == 2) gathered.push_back(p.hotness);
+    }
+    if (roomy) {
+      EXPECT_EQ(d.machine.hotPagesCalls, 0) << "every page fits: no hotness asked";
+      EXPECT_GT(d.machine.pagesOnCalls, 0);
+      EXPECT_EQ(gathered.size(), 50U);
+    } else {
+      EXPECT_GT(d.machine.hotPagesCalls, 0);
+      ASSERT_EQ(gathered.size(), 10U);
+      for (const std::uint32_t h : gathered) EXPECT_GE(h, 40U) << "the ten hottest moved";
+    }
+  }
+}
+
 TEST(EngineRecovery, AppThatVanishesMidStepIsRemovedNotFatal) {
   Driver d("pimcloud");
   d.app("a", 300, 100, 100, 2);
