@@ -41,9 +41,9 @@ def busy_cores(run: Run) -> int:
 def detailed_phase(run: Run, backend: str, restored: bool) -> str:
     """The speed table's phase of a run's detailed part: ``restore`` (from its app
     checkpoint) or ``run`` (set-up included); in gem5 ``restore-be``/``run-be`` when
-    best-effort jobs stream on every free core, a regime of its own: on mini such runs
-    cost about 30,000 host s per simulated s, the services alone on the same six cores
-    3,000-6,000 (one line through both would fit neither)."""
+    best-effort jobs stream on every free core, a regime of its own: on mini such a run
+    cost 17,000 s of CPU per simulated s, the services alone on the same six cores
+    3,000-5,700 (one line through both would fit neither)."""
     phase = "restore" if restored else "run"
     return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
 
