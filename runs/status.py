@@ -85,16 +85,29 @@ def campaign_status(campaign: Campaign) -> CampaignStatus:
             states.append(RunState(run.run_id, "failed", len(failed), cause))
         else:
             states.append(RunState(run.run_id, "pending", len(failed), cause))
-    if done_seconds:
-        estimate = sum(done_seconds) / len(done_seconds)
-    else:
-        spec = campaign.spec
-        speed = speed_of(campaign.backend_name, "run", spec.topology)
-        estimate = speed.host_seconds(spec.length.warmup_s + spec.length.measured_s)
+    estimate = (sum(done_seconds) / len(done_seconds) if done_seconds
+                else _first_estimate(campaign))
     counts = {name: sum(1 for s in states if s.state == name)
               for name in ("done", "running", "failed", "pending")}
     jobs = int(campaign.record.get("jobs", 1) or 1)
     return CampaignStatus(states, jobs, estimate, counts)
+
+
+def _first_estimate(campaign: Campaign) -> float:
+    """Host seconds of one run before any is done: the plan's figure for the first run
+    (the same speed table phase the runner records it under)."""
+    from .guest_scenario import app_checkpointed
+    from .plan import busy_cores, detailed_phase  # plan imports this module
+
+    spec = campaign.spec
+    length = spec.length.warmup_s + spec.length.measured_s
+    runs = campaign.runs()
+    backend = campaign.backend_name
+    if not runs:
+        return speed_of(backend, "run", spec.topology).host_seconds(length)
+    run = runs[0]
+    phase = detailed_phase(run, backend, app_checkpointed(run, backend))
+    return speed_of(backend, phase, run.topology).host_seconds(length, busy_cores(run))
 
 
 def format_seconds(seconds: float) -> str:

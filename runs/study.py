@@ -49,7 +49,7 @@ from pimcloud.topology.units import UnitError, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError
-from .spec import PLACEMENTS, read_named_toml, resolve_named_toml
+from .spec import PLACEMENTS, parse_host_seconds, read_named_toml, resolve_named_toml
 
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
 CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
@@ -74,6 +74,7 @@ class StudyService:
     service_s: dict[str, float]  # core type -> estimated service time of one request
     qos_ns: float  # the target used for early stop and as Table II's QoS
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
+    host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,8 @@ class StudySpec:
             "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
         }
         spec.update(self.cell_tables)
+        if service.host_time:
+            spec["limits"] = {**spec.get("limits", {}), "host_time": service.host_time}
         if cell.dynamic != "none":
             # The agent runs (the default manager: every core, OS scheduling) with its
             # starting figures, so that it profiles nothing, and twenty intervals in the
@@ -335,8 +338,14 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
                                                     for v in options.values()):
             raise t.error("options", options, 'must be a table of strings, e.g. '
                           '{ keys = "20000" }')
+        host_time = t.raw("host_time", "")
+        if host_time:
+            try:
+                parse_host_seconds(host_time)
+            except ValueError as error:
+                raise t.error("host_time", host_time, str(error)) from None
         t.finish()
-        services[name] = StudyService(name, service_s, qos_ns, dict(options))
+        services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time))
     return services
 
 

@@ -65,6 +65,13 @@ def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
         assert spec.apps["kvstore"].options == {"keys": "20000"}
         # The id a max-load probe of this app gets: probes and the sample share a folder.
         assert run.run_id == f"apps-kvstore_rps-{cell.sample_rps:g}"
+    # A service whose cells outlast [cell.limits] has a host-time limit of its own, and
+    # translate's requests are the short sentences.
+    speech = parse_spec(tomllib.loads(to_toml(study.cell_spec(cells[("arch1", "speech")]))))
+    assert speech.limits.host_time_s == 300 * 3600
+    kv = parse_spec(tomllib.loads(to_toml(study.cell_spec(arch1))))
+    assert kv.limits.host_time_s == 8 * 3600
+    assert study.services["translate"].options == {"max_words": "4"}
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -56,6 +56,10 @@ class FakeMachine : public Machine {
   bool pageCounters = false;
   std::map<std::uintptr_t, AccessedPage> accessed;
   bool hasPageCounters() const override { return pageCounters; }
+  // hotPages' hotness from the counters ("hw", LinuxMachine with `hotness = "hw"`) or
+  // idle tracking; the fake's pages carry theirs either way.
+  std::string hotness = "idle";
+  std::string hotnessSource() const override { return hotness; }
   int counterResets = 0;
   bool resetPageCounters() override {
     counterResets += pageCounters;

@@ -742,8 +742,8 @@ void Engine::concentrate(std::int64_t tNs) {
     const auto res = applied_.residentStack.find(id);
     if (res == applied_.residentStack.end()) continue;  // the policy keeps no resident stack
     rt.concentrated = true;
-    // Its private pages on the other stacks, hottest first, so that a gather cut short
-    // by the reserve or a full stack has moved the pages that matter most.
+    // Its private pages on the other stacks, hottest first when the gather may be cut
+    // short by the reserve or a full stack, so that it has moved the pages that matter most.
     MoveJob job;
     job.app = id;
     job.node = res->second;
@@ -758,15 +758,21 @@ void Engine::concentrate(std::int64_t tNs) {
       if (elsewhere(node)) away += pages;
     }
     if (away > 0) {
-      // Hottest first only when the stack's free memory above the reserve cannot take them
-      // all: otherwise every page moves, and hotness from the hardware counters would cost
-      // a query of every memory (in gem5 it delayed the agent's first intervals by 15 ms).
-      const auto freeBytes = machine_->freeBytesPerNode();
-      const auto f = freeBytes.find(res->second);
-      const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
-      const bool allFit = free >= options_.reserveBytes + away * options_.pageBytes;
-      const std::vector<PageInfo> pages = allFit ? machine_->pagesOn(rt.handle.pid, -1)
-                                                 : machine_->hotPages(rt.handle.pid, -1);
+      // With the hardware counters, hotness costs a query of every memory (in gem5 it
+      // delayed the agent's first intervals by 15 ms): asked only when the stack's free
+      // memory above the reserve, less what moves already queued there will take (other
+      // apps' gathers among them), cannot take every page. Idle tracking's costs nothing.
+      bool ordered = machine_->hotnessSource() != "hw";
+      if (!ordered) {
+        const auto freeBytes = machine_->freeBytesPerNode();
+        const auto f = freeBytes.find(res->second);
+        const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
+        const std::uint64_t queued =
+            queuedPages([&](const MoveJob& j) { return j.node == res->second; }).size();
+        ordered = free < options_.reserveBytes + (queued + away) * options_.pageBytes;
+      }
+      const std::vector<PageInfo> pages = ordered ? machine_->hotPages(rt.handle.pid, -1)
+                                                  : machine_->pagesOn(rt.handle.pid, -1);
       for (const PageInfo& page : pages) {
         if (elsewhere(page.node)) job.pages.push_back(page.addr);
       }
