@@ -117,25 +117,26 @@ Status FakeMachine::setBeQuota(double fraction) {
   return Status::success();
 }
 
-std::vector<PageInfo> FakeMachine::pagesOn(int pid, int node) {
-  ++pagesOnCalls;
-  std::vector<PageInfo> v;
-  auto it = pagesOf.find(pid);
-  if (it == pagesOf.end()) return v;
-  for (const PageInfo& p : it->second) {
-    if (node < 0 || p.node == node) v.push_back({p.addr, p.node, 0});
-  }
-  return v;
-}
-
-std::vector<PageInfo> FakeMachine::hotPages(int pid, int node) {
-  ++hotPagesCalls;
+std::vector<PageInfo> FakeMachine::pagesAt(int pid, int node) const {
   std::vector<PageInfo> v;
   auto it = pagesOf.find(pid);
   if (it == pagesOf.end()) return v;
   for (const PageInfo& p : it->second) {
     if (node < 0 || p.node == node) v.push_back(p);
   }
+  return v;
+}
+
+std::vector<PageInfo> FakeMachine::pagesOn(int pid, int node) {
+  ++pagesOnCalls;
+  std::vector<PageInfo> v = pagesAt(pid, node);
+  for (PageInfo& p : v) p.hotness = 0;
+  return v;
+}
+
+std::vector<PageInfo> FakeMachine::hotPages(int pid, int node) {
+  ++hotPagesCalls;
+  std::vector<PageInfo> v = pagesAt(pid, node);
   std::stable_sort(v.begin(), v.end(),
                    [](const PageInfo& a, const PageInfo& b) { return a.hotness > b.hotness; });
   return v;

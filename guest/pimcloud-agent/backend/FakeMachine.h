@@ -115,6 +115,7 @@ class FakeMachine : public Machine {
   static constexpr std::uint64_t kPageBytes = 4096;
 
  private:
+  std::vector<PageInfo> pagesAt(int pid, int node) const;  // pagesOf's on `node` (<0: all)
   const Topology* topology_;
   std::map<std::string, FakeAppModel> models_;
   std::map<std::string, int> pids_;
