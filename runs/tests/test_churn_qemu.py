@@ -64,7 +64,10 @@ def test_an_app_that_ends_is_logged_and_il_interleaves_its_pages(
     logged = next(d for d in _lines(results / "decisions.jsonl")
                   if d["event"] == "exit" and d["app"] == "imgdnn")
     delay = (float(logged["t_ns"]) - float(said["t_ns"])) / 1e9  # type: ignore[arg-type]
-    assert 0 <= delay <= 0.5, delay
+    # A decision carries its interval's start time, and the exit line may arrive while that
+    # interval's input is read (4 ms later, once, on a busy machine): up to one interval
+    # (100 ms) early; no more than 0.5 s late.
+    assert -0.1 <= delay <= 0.5, delay
     # IL: the services' memory interleaved over both stacks, by the kernel's count.
     maps = (results / "kvstore" / "numa_maps.last").read_text()
     assert "interleave:1-2" in maps
