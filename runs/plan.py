@@ -48,6 +48,16 @@ def detailed_phase(run: Run, backend: str, restored: bool) -> str:
     return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
 
 
+def run_estimate(run: Run, backend: str, length_s: float) -> tuple[str, Speed, float]:
+    """(speed key, its speed, host seconds) of one run's detailed part of ``length_s``."""
+    from .guest_scenario import app_checkpointed
+
+    phase = detailed_phase(run, backend, app_checkpointed(run, backend))
+    speed = speed_of(backend, phase, run.topology)
+    return (f"{backend}/{phase}/{Path(run.topology).stem}", speed,
+            speed.host_seconds(length_s, busy_cores(run)))
+
+
 def app_set_of(run: Run) -> str:
     """What an app checkpoint is made for (the same grouping as the store's key)."""
     from .guest_scenario import setup_script
@@ -103,12 +113,9 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     speeds: dict[str, Speed] = {}
     setups: dict[str, tuple[str, int, float]] = {}
     for run in runs:
-        restored = app_checkpointed(run, backend)
-        phase = detailed_phase(run, backend, restored)
-        speed = speed_of(backend, phase, run.topology)
-        speeds[f"{backend}/{phase}/{Path(run.topology).stem}"] = speed
-        per_run[run.run_id] = speed.host_seconds(length, busy_cores(run))
-        if restored:
+        speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length)
+        speeds[speed_key] = speed
+        if app_checkpointed(run, backend):
             key = app_set_of(run)
             if have_app_sets and key in have_app_sets:
                 continue

@@ -96,18 +96,14 @@ def campaign_status(campaign: Campaign) -> CampaignStatus:
 def _first_estimate(campaign: Campaign) -> float:
     """Host seconds of one run before any is done: the plan's figure for the first run
     (the same speed table phase the runner records it under)."""
-    from .guest_scenario import app_checkpointed
-    from .plan import busy_cores, detailed_phase  # plan imports this module
+    from .plan import run_estimate  # plan imports this module
 
     spec = campaign.spec
     length = spec.length.warmup_s + spec.length.measured_s
     runs = campaign.runs()
-    backend = campaign.backend_name
     if not runs:
-        return speed_of(backend, "run", spec.topology).host_seconds(length)
-    run = runs[0]
-    phase = detailed_phase(run, backend, app_checkpointed(run, backend))
-    return speed_of(backend, phase, run.topology).host_seconds(length, busy_cores(run))
+        return speed_of(campaign.backend_name, "run", spec.topology).host_seconds(length)
+    return run_estimate(runs[0], campaign.backend_name, length)[2]
 
 
 def format_seconds(seconds: float) -> str:
