@@ -401,6 +401,32 @@ def latency_estimates(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "a
     return out.reset_index()
 
 
+HOTNESS_CHOICE_COLUMNS = ("planned_pages", "planned_hot_pages", "candidate_pages",
+                          "shadow_common_pages", "shadow_hot_pages", "shadow_tied_at_cut",
+                          "shadow_hot_among_planned")
+
+
+def hotness_choices(decisions: pd.DataFrame, by: Sequence[str] = ("run_id",)) -> pd.DataFrame:
+    """Each thread migration's page choice: how many pages the agent planned by its hotness
+    source, and, with ``hotness_shadow``, how many of them the other source would also have
+    chosen from the same candidates (``overlap`` = common / planned), beside the overlap
+    two random choices would have (``chance`` = planned / candidates) and how many
+    candidates tie at the shadow's cut (idle tracking's 0/1 counts tie by the hundred).
+    One row per decision that planned pages; empty when none did."""
+    columns = [*by, "t_ns", "app", *HOTNESS_CHOICE_COLUMNS, "overlap", "chance"]
+    if decisions.empty or "value_planned_pages" not in decisions.columns:
+        return pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
+    rows = decisions.dropna(subset=["value_planned_pages"])
+    _require(rows, [*by, "t_ns", "app"], "decisions")
+    out = rows[[*by, "t_ns", "app"]].copy()
+    for name in HOTNESS_CHOICE_COLUMNS:
+        key = f"value_{name}"
+        out[name] = rows[key].astype(float) if key in rows.columns else np.nan
+    out["overlap"] = out["shadow_common_pages"] / out["planned_pages"]
+    out["chance"] = out["planned_pages"] / out["candidate_pages"]
+    return out.reset_index(drop=True)[columns]
+
+
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [column for column in dict.fromkeys(columns) if column not in frame.columns]
     if missing:

@@ -190,6 +190,17 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         section.figures.append(("Convergence time CDF (Fig. 10 form)",
                                 _save(figures.convergence_cdf(joined), out, "convergence")))
         yield section
+        choices = metrics.hotness_choices(campaign.decisions)
+        if not choices.empty and choices["shadow_common_pages"].notna().any():
+            yield Section(
+                "Pages chosen by hotness, beside the shadow source",
+                "Each thread migration's pages, planned by the run's hotness source; with "
+                "hotness_shadow, how many the other source would also have chosen from the "
+                "same candidates (overlap), beside what two random choices would share "
+                "(chance = planned / candidates) and how many candidates tie at the "
+                "shadow's cut.",
+                [("page choices per migration", choices.merge(
+                    campaign.runs[["run_id", *axes]], on="run_id", how="left"))])
         estimates = metrics.latency_estimates(campaign.decisions)
         if not estimates.empty:
             yield Section(

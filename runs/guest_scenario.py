@@ -237,6 +237,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         "log": f"{GUEST_RESULTS}/decisions.jsonl",
         "summary": f"{GUEST_RESULTS}/agent-summary.json",
         **({"hotness": s.hotness} if s.hotness != "idle" else {}),
+        **({"hotness_shadow": True} if s.hotness_shadow else {}),
     }
 
 

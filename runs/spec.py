@@ -63,7 +63,7 @@ BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
-                 "hotness", "tiering", "counting", "dynamic")
+                 "hotness", "hotness_shadow", "tiering", "counting", "dynamic")
 # Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
 # counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
 HOTNESS_SOURCES = ("idle", "hw")
@@ -194,6 +194,9 @@ class Scenario:
     # validates them and `pimcloud-agent policies --json` lists them).
     manager_options: tuple[tuple[str, str], ...] = ()  # (manager, options as JSON)
     hotness: str = "idle"  # the agent's page-hotness source (HOTNESS_SOURCES)
+    # The other source kept beside it: each migration's decision also says which pages it
+    # would have chosen (idle scans beside the counters; the counters beside idle).
+    hotness_shadow: bool = False
     tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
     tiering_pages: int = TIERING_PAGES  # at most this many pages an interval each way
     dynamic: str = "none"  # dynamic placement beside a static one (DYNAMIC)
@@ -433,6 +436,8 @@ class Run:
         record["seed"] = s.seed
         if s.hotness != "idle":  # runs recorded before the choice existed used idle
             record["hotness"] = s.hotness
+        if s.hotness_shadow:
+            record["hotness_shadow"] = True
         if s.tiering != "none":
             record["tiering"] = s.tiering
         if s.dynamic != "none":
@@ -463,7 +468,7 @@ class Run:
 
 # Scenario keys added after campaigns were made, with the value those campaigns ran with:
 # at that value they stay out of the hashes, so those campaign folders still resume.
-LATER_SCENARIO_KEYS = {"counting": True, "dynamic": "none"}
+LATER_SCENARIO_KEYS = {"counting": True, "dynamic": "none", "hotness_shadow": False}
 
 
 def _scenario_science(scenario: Scenario) -> dict[str, Any]:
@@ -743,6 +748,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         control=control,
         manager_options=_parse_manager_options(t),
         hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
+        hotness_shadow=_boolean(t, "hotness_shadow", False),
         tiering=t.choice("tiering", TIERING, "none"),
         tiering_pages=t.integer("tiering_pages", TIERING_PAGES, minimum=1),
         dynamic=t.choice("dynamic", DYNAMIC, "none"),
@@ -853,9 +859,9 @@ def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
                    "hotness": HOTNESS_SOURCES, "tiering": TIERING, "dynamic": DYNAMIC}[name]
         if value not in options:
             raise t.error(field, value, "choose among " + ", ".join(map(repr, options)))
-    elif name == "counting":
+    elif name in ("counting", "hotness_shadow"):
         if not isinstance(value, bool):
-            raise t.error(field, value, "counting is true or false")
+            raise t.error(field, value, f"{name} is true or false")
     elif name == "topology":
         if not isinstance(value, str):
             raise t.error(field, value, "a topology is a preset name or a .toml path")
@@ -970,10 +976,16 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
         raise SpecError(spec.source, "scenario.counting", False,
                         f"{where}: counting = false turns off the board's counters; add "
                         "[gem5] counters = true (or leave counting out)")
-    if not s.counting and (s.hotness == "hw" or s.manager in COUNTER_MANAGERS
-                           or "migration" in s.dynamic):
+    if s.hotness_shadow and not spec.gem5.counters:
+        raise SpecError(spec.source, "scenario.hotness_shadow", True,
+                        f"{where}: a shadow ranking compares idle tracking with the board's "
+                        "page-access counters; add [gem5] counters = true (or leave "
+                        "hotness_shadow out)")
+    if not s.counting and (s.hotness == "hw" or s.hotness_shadow
+                           or s.manager in COUNTER_MANAGERS or "migration" in s.dynamic):
         reader = (s.manager if s.manager in COUNTER_MANAGERS else
-                  "hotness hw" if s.hotness == "hw" else "dynamic migration")
+                  "hotness hw" if s.hotness == "hw" else
+                  "hotness_shadow" if s.hotness_shadow else "dynamic migration")
         raise SpecError(spec.source, "scenario.counting", False,
                         f"{where}: {reader}"
                         " reads the counters, which count nothing with counting = false; "

@@ -188,3 +188,30 @@ def test_latency_estimates_weigh_intervals_by_their_misses(tmp_path: Path) -> No
     plain = read_decision_log(log).assign(run_id="r")
     plain = plain.drop(columns=[c for c in plain.columns if c.startswith("value_")])
     assert metrics.latency_estimates(plain).empty
+
+
+AGENT_FIXTURES = Path(__file__).parents[2] / "guest" / "pimcloud-agent" / "fixtures"
+
+
+def test_hotness_choices_read_the_agents_shadow_decision(tmp_path: Path) -> None:
+    """The agent's own line (fixtures/decisions/migrate-shadow.json, compared with what the
+    agent writes by its EngineTest): 1000 of 4000 pages planned by the counters, 100 of
+    them idle tracking's choice too."""
+    from pimcloud.analysis.results import read_decision_log
+
+    log = tmp_path / "decisions.jsonl"
+    log.write_text((AGENT_FIXTURES / "decisions" / "migrate-shadow.json").read_text()
+                   + '{"t_ns": 1, "event": "upsize", "app": "kv", "to_cores": [4],'
+                     ' "values": {"planned_pages": 20, "planned_hot_pages": 20,'
+                     ' "planned_hotness_sum": 900}}\n'
+                   + '{"t_ns": 2, "event": "downsize", "app": "kv", "to_cores": []}\n')
+    out = metrics.hotness_choices(read_decision_log(log).assign(run_id="r"))
+    assert out["app"].tolist() == ["kv", "friendly"]  # in time order
+    plain, shadow = out.to_dict("records")
+    assert shadow["planned_pages"] == 1000 and shadow["shadow_common_pages"] == 100
+    assert shadow["overlap"] == 0.1 and shadow["chance"] == 0.25
+    assert shadow["shadow_tied_at_cut"] == 2000 and shadow["shadow_hot_among_planned"] == 600
+    assert plain["planned_pages"] == 20 and np.isnan(plain["overlap"])  # no shadow: no overlap
+    # A log with no migration has no choices, not an error.
+    log.write_text('{"t_ns": 2, "event": "downsize", "app": "kv", "to_cores": []}\n')
+    assert metrics.hotness_choices(read_decision_log(log).assign(run_id="r")).empty

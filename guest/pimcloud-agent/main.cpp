@@ -123,8 +123,13 @@ int run(const std::vector<std::string>& args) {
   mo.useCgroups = cfg->useCgroups;
   mo.pageBytes = cfg->engine.pageBytes;
   mo.hotness = cfg->hotness;
+  mo.shadowHotness = cfg->hotnessShadow;
   auto machine = std::make_unique<LinuxMachine>(mo);
   if (!machine->hotnessNote().empty()) log.note(0, "backend-error", machine->hotnessNote());
+  if (cfg->hotnessShadow && machine->shadowHotnessSource().empty()) {
+    log.note(0, "backend-error", "hotness_shadow: the other hotness source is unavailable "
+             "(idle tracking needs /sys/kernel/mm/page_idle/bitmap, hw the counters): no shadow");
+  }
   if (const Status s = machine->prepare(); !s.ok) {
     // Keep managing: per-thread affinity needs no cgroup.
     log.note(0, "backend-error", "cgroups unavailable (" + s.error + "); using sched_setaffinity");

@@ -33,7 +33,7 @@ from pimcloud.runs.guest_scenario import (
     write_scenario,
     write_setup,
 )
-from pimcloud.runs.spec import ScenarioEvent, load_spec
+from pimcloud.runs.spec import ScenarioEvent, SpecError, load_spec
 from pimcloud.workloads.harness_args import RUN_OPTIONS
 
 
@@ -306,4 +306,29 @@ def test_the_hotness_axis_reaches_the_agent_and_the_agent_accepts_it(
     check_agent_config(written)
     written.write_text(json.dumps({**configs["hw"], "hotness": "psychic"}))
     with pytest.raises(AgentConfigError, match="hotness"):
+        check_agent_config(written)
+
+
+def test_the_hotness_shadow_reaches_the_agent_and_the_agent_accepts_it(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """``hotness_shadow`` goes into agent.json as a boolean the C++ agent's check reads."""
+    text = write_spec().read_text().replace(
+        'manager = ["pimcloud", "default"]',
+        'manager = ["pimcloud"]\nhotness = ["hw"]\nhotness_shadow = [true, false]')
+    (tmp_path / "shadow.toml").write_text(text + "\n[gem5]\ncounters = true\n")
+    runs = load_spec(tmp_path / "shadow.toml").runs()
+    configs = {run.scenario.hotness_shadow: agent_config(run) for run in runs}
+    assert configs[True]["hotness_shadow"] is True and "hotness_shadow" not in configs[False]
+    records = {run.scenario.hotness_shadow: run.axes_record() for run in runs}
+    assert records[True]["hotness_shadow"] is True and "hotness_shadow" not in records[False]
+    (tmp_path / "bare.toml").write_text(text)
+    with pytest.raises(SpecError, match=r"page-access counters; add \[gem5\] counters = true"):
+        load_spec(tmp_path / "bare.toml").runs()
+    if not program_candidates("pimcloud-agent"):
+        pytest.skip("pimcloud-agent is not built (make cxx)")
+    written = tmp_path / "agent.json"
+    written.write_text(json.dumps(configs[True]))
+    check_agent_config(written)
+    written.write_text(json.dumps({**configs[True], "hotness_shadow": "both"}))
+    with pytest.raises(AgentConfigError, match="hotness_shadow"):
         check_agent_config(written)

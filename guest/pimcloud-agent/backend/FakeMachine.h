@@ -60,6 +60,14 @@ class FakeMachine : public Machine {
   // idle tracking; the fake's pages carry theirs either way.
   std::string hotness = "idle";
   std::string hotnessSource() const override { return hotness; }
+  // The shadow source's name and counts (address -> count), as LinuxMachine with
+  // `hotness_shadow` keeps them.
+  std::string shadowSource;
+  std::map<std::uintptr_t, std::uint32_t> shadowCounts;
+  std::string shadowHotnessSource() const override { return shadowSource; }
+  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/) override {
+    return shadowCounts;
+  }
   int counterResets = 0;
   bool resetPageCounters() override {
     counterResets += pageCounters;

@@ -508,6 +508,32 @@ TEST(LinuxMachine, HotPagesFromFixtureProcWithIdleTracking) {
   EXPECT_EQ(m.threadsOf(4242), (std::vector<int>{4242, 4243}));
 }
 
+TEST(LinuxMachine, AShadowSourceOnlyWhenAskedForAndAvailable) {
+  TempDir tmp;
+  fs::copy(kFixtures + "/sys", tmp.path / "sys", fs::copy_options::recursive);
+  LinuxMachineOptions o;
+  o.procRoot = kFixtures + "/proc";
+  o.sysfsRoot = (tmp.path / "sys").string();
+  o.useCgroups = false;
+  o.countersDevice = (tmp.path / "no-counters").string();
+  EXPECT_EQ(LinuxMachine(o).shadowHotnessSource(), "") << "not asked for";
+  o.shadowHotness = true;
+  // Idle tracking in use: its shadow would be the counters, and there are none here.
+  LinuxMachine idle(o);
+  EXPECT_EQ(idle.hotnessSource(), "idle");
+  EXPECT_EQ(idle.shadowHotnessSource(), "");
+  EXPECT_TRUE(idle.shadowHotness(4242).empty());
+  // "hw" asked for without the device falls back to idle tracking, and nothing shadows it.
+  o.hotness = "hw";
+  LinuxMachine fallback(o);
+  EXPECT_EQ(fallback.hotnessSource(), "idle");
+  EXPECT_EQ(fallback.shadowHotnessSource(), "");
+  fallback.trackHotness(4242);  // the idle scan still counts for the source in use
+  std::size_t seen = 0;
+  for (const PageInfo& p : fallback.hotPages(4242, -1)) seen += p.hotness > 0;
+  EXPECT_GT(seen, 0U);
+}
+
 TEST(LinuxMachine, IdlePageScanSlicesCoverEveryPageOnceAndWrapAround) {
   LinuxMachineOptions o;
   o.procRoot = kFixtures + "/proc";

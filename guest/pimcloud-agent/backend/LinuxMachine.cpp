@@ -158,7 +158,8 @@ std::map<int, std::uint64_t> LinuxMachine::pagesPerNode(int pid) {
 
 void LinuxMachine::releaseApp(const AppHandle& app) {
   placed_.erase(app.name + "/" + std::to_string(app.pid));
-  hotness_.erase(app.pid);
+  idleSeen_.erase(app.pid);
+  hwCounts_.erase(app.pid);
   scanCursor_.erase(app.pid);
   pageCache_.release(app.pid);
   if (options_.useCgroups && !cgroups_.removeApp(app.name).ok) lingering_.insert(app.name);
@@ -193,7 +194,7 @@ const HotPages* LinuxMachine::hottestOf(int node) {
 // The counters count every frame of every memory; this keeps the frames the device
 // attributes to `pid` (through the kernel's reverse map), with their decayed counts.
 void LinuxMachine::trackHardwareHotness(int pid) {
-  auto& hot = hotness_[pid];
+  auto& hot = hwCounts_[pid];
   hot.clear();
   for (const AccessedPage& page : accessedPages(pid)) {
     hot[page.addr] = static_cast<std::uint32_t>(std::min<std::uint64_t>(page.count, UINT32_MAX));
@@ -253,13 +254,13 @@ void LinuxMachine::trackHotness(int pid) {
   // reverse-map walk per frame in the driver) only when pages are about to move, in
   // hotPages, not every scan: in gem5 a periodic query of 4096 frames per stack took up
   // to 33 ms of a host core an interval, beside the service on it.
-  if (hotnessSource() == "hw") return;
+  if (hotnessSource() == "hw" && shadowHotnessSource() != "idle") return;
   if (!idle_.available()) return;
   std::uintptr_t& cursor = scanCursor_[pid];
   const std::vector<Page> pages = privatePages(pid, cursor, options_.hotnessScanPages, cursor);
   std::vector<std::uint64_t> pfns;
   for (const Page& p : pages) pfns.push_back(p.pfn);
-  auto& hot = hotness_[pid];
+  auto& hot = idleSeen_[pid];
   // Pages touched since the last scan are no longer idle: count them, then re-arm.
   if (const auto idle = idle_.idle(pfns)) {
     for (std::size_t i = 0; i < pages.size(); ++i) {
@@ -283,9 +284,10 @@ std::vector<PageInfo> LinuxMachine::pagesOn(int pid, int node) {
 }
 
 std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
-  if (hotnessSource() == "hw") trackHardwareHotness(pid);  // once an interval per memory
+  const bool hw = hotnessSource() == "hw";
+  if (hw) trackHardwareHotness(pid);  // once an interval per memory
   std::vector<PageInfo> out = pagesOn(pid, node);
-  const auto& hot = hotness_[pid];
+  const Counts& hot = hw ? hwCounts_[pid] : idleSeen_[pid];
   for (PageInfo& page : out) {
     const auto h = hot.find(page.addr);
     if (h != hot.end()) page.hotness = h->second;
@@ -293,6 +295,19 @@ std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
   std::stable_sort(out.begin(), out.end(),
                    [](const PageInfo& a, const PageInfo& b) { return a.hotness > b.hotness; });
   return out;
+}
+
+std::string LinuxMachine::shadowHotnessSource() const {
+  if (!options_.shadowHotness) return "";
+  if (hotnessSource() == "hw") return idle_.available() ? "idle" : "";
+  return hasPageCounters() ? "hw" : "";
+}
+
+std::map<std::uintptr_t, std::uint32_t> LinuxMachine::shadowHotness(int pid) {
+  const std::string shadow = shadowHotnessSource();
+  if (shadow == "hw") trackHardwareHotness(pid);
+  if (shadow.empty()) return {};
+  return shadow == "hw" ? hwCounts_[pid] : idleSeen_[pid];
 }
 
 std::vector<PageInfo> LinuxMachine::inactiveAmong(int pid, const std::vector<std::uintptr_t>& addrs,

@@ -30,6 +30,9 @@ struct LinuxMachineOptions {
   // Where page hotness comes from: "idle" (idle page tracking) or "hw" (the page-access
   // counters of the gem5 board, through guest/driver; idle tracking when absent).
   std::string hotness = "idle";
+  // Also keep the other source's view (idle scans beside the counters, or the counters'
+  // query at each decision beside idle scans), to log both choices of the same pages.
+  bool shadowHotness = false;
   std::string countersDevice = kHwCountersDevice;
 };
 
@@ -42,6 +45,8 @@ class LinuxMachine : public Machine {
   std::string hotnessSource() const override {
     return options_.hotness == "hw" && counters_ && countersInfo_ ? "hw" : "idle";
   }
+  std::string shadowHotnessSource() const override;
+  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int pid) override;
   const std::string& hotnessNote() const { return hotnessNote_; }
 
   std::map<int, std::uint64_t> freeBytesPerNode() override;
@@ -86,7 +91,9 @@ class LinuxMachine : public Machine {
   std::set<std::string> placed_;  // "app/pid" already in its cgroup
   std::set<std::string> lingering_;  // released apps whose cgroup still had a process
   std::size_t beCpus_ = 0;
-  std::map<int, std::map<std::uintptr_t, std::uint32_t>> hotness_;  // pid -> addr -> scans seen
+  using Counts = std::map<std::uintptr_t, std::uint32_t>;  // addr -> hotness
+  std::map<int, Counts> idleSeen_;  // pid -> idle scans that saw the page touched
+  std::map<int, Counts> hwCounts_;  // pid -> the counters' decayed access count
   std::map<int, std::uintptr_t> scanCursor_;  // pid -> where its idle-page scan goes on
   std::optional<HwCounters> counters_;  // set when the device is there
   std::optional<HwInfo> countersInfo_;  // its memories and limits: fixed, read once

@@ -99,6 +99,11 @@ class Machine {
   // Where hotPages' hotness comes from, for the log: "idle" (scans that saw the page
   // touched) or "hw" (the page-access counters' counts).
   virtual std::string hotnessSource() const { return "idle"; }
+  // The other source ("idle" beside "hw", or "hw" beside "idle"), kept only to compare its
+  // choice with the one in use on the same state; "" when not asked for or not available.
+  virtual std::string shadowHotnessSource() const { return ""; }
+  // The shadow source's hotness of a process's pages (address -> count; absent = 0).
+  virtual std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/) { return {}; }
   // The process's pages among the counted memories' hottest frames, hottest first; empty
   // without page-access counters (QEMU, a gem5 board without them): see hasPageCounters.
   virtual std::vector<AccessedPage> accessedPages(int /*pid*/) { return {}; }

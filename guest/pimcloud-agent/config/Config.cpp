@@ -155,7 +155,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
               {"policy", "options", "interval_ms", "profile_ms", "topology", "slack", "stability",
                "placement", "apps", "be", "cgroup", "latency", "control", "log", "summary",
                "sysfs_root", "proc_root", "hotness_scan_intervals", "hotness",
-               "latency_cache_ns"});
+               "hotness_shadow", "latency_cache_ns"});
 
   if (c.string(j, "policy", "policy", cfg.policy)) {
     const auto names = PolicyRegistry::names();
@@ -186,6 +186,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
     c.error("hotness", "\"" + cfg.hotness + "\" is not a hotness source; use \"idle\" (idle "
             "page tracking) or \"hw\" (the hardware page-access counters, guest/driver)");
   }
+  c.boolean(j, "hotness_shadow", "hotness_shadow", cfg.hotnessShadow);
   c.number(j, "latency_cache_ns", "latency_cache_ns", cfg.engine.latencyCacheNs, 0, 1e6);
   c.string(j, "sysfs_root", "sysfs_root", cfg.sysfsRoot);
   c.string(j, "proc_root", "proc_root", cfg.procRoot);

@@ -38,6 +38,7 @@ struct AgentConfig {
   std::string sysfsRoot = "/sys";
   std::string procRoot = "/proc";
   std::string hotness = "idle";  // "idle" page tracking or "hw" page-access counters
+  bool hotnessShadow = false;  // also log the other source's choice of each migration's pages
   std::string latencyPath = "/run/pimcloud/latency.jsonl";
   std::string controlPath = "/run/pimcloud/control.jsonl";
   std::string logPath = "/run/pimcloud/decisions.jsonl";

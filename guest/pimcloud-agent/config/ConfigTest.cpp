@@ -92,6 +92,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
     "apps": [{"name": "a", "max_rps_host": 5}, {"name": "a", "qos_ms": 1}],
     "colour": 3,
     "hotness": "psychic",
+    "hotness_shadow": "both",
     "topology": {"host_cpus": [0, 1], "stacks": [[1, 2]]}
   })", "agent.json");
   EXPECT_FALSE(r.config);
@@ -105,6 +106,7 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   EXPECT_TRUE(mentions(r, "field \"colour\": unknown field"));
   EXPECT_TRUE(mentions(r, "CPU 1 is listed twice"));
   EXPECT_TRUE(mentions(r, "field \"hotness\": \"psychic\" is not a hotness source"));
+  EXPECT_TRUE(mentions(r, "field \"hotness_shadow\": is \"both\", expected true or false"));
   for (const std::string& e : r.errors) EXPECT_EQ(e.rfind("agent.json: ", 0), 0U) << e;
 }
 

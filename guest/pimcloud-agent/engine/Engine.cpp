@@ -507,6 +507,52 @@ void describePlan(Decision& d, const std::vector<PageInfo>& candidates,
               (source == "hw" ? "access count" : "idle scans seen touched") + " (" + source +
               "): " + first + (planned.size() > 8 ? ", ..." : "");
 }
+
+// Beside it, the shadow source's choice of as many pages from the same candidates (ties
+// in address order, not the source in use's, so that agreement is not inherited):
+// how many pages both chose, and how many candidates tie at the shadow's cut (with
+// idle tracking's 0/1 counts most do, and the overlap is then partly chance).
+void describeShadowPlan(Decision& d, const std::vector<PageInfo>& candidates,
+                        const std::vector<std::uintptr_t>& planned, const std::string& source,
+                        const std::map<std::uintptr_t, std::uint32_t>& counts) {
+  if (planned.empty() || candidates.empty()) return;
+  auto count = [&counts](std::uintptr_t a) {
+    const auto it = counts.find(a);
+    return it == counts.end() ? 0U : it->second;
+  };
+  std::vector<std::uintptr_t> ranked;
+  ranked.reserve(candidates.size());
+  for (const PageInfo& pg : candidates) ranked.push_back(pg.addr);
+  std::sort(ranked.begin(), ranked.end());
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&count](std::uintptr_t a, std::uintptr_t b) { return count(a) > count(b); });
+  const std::size_t k = std::min(planned.size(), ranked.size());
+  const std::set<std::uintptr_t> chosen(planned.begin(), planned.end());
+  std::size_t common = 0;
+  std::size_t hot = 0;
+  std::string first;
+  for (std::size_t i = 0; i < k; ++i) {
+    common += chosen.count(ranked[i]);
+    hot += count(ranked[i]) > 0;
+    if (i < 8) first += (i ? ", " : "") + std::to_string(count(ranked[i]));
+  }
+  const std::uint32_t cut = count(ranked[k - 1]);
+  std::size_t tied = 0;
+  for (const std::uintptr_t a : ranked) tied += count(a) == cut;
+  std::size_t plannedSeen = 0;  // the pages in use's choice that the shadow saw hot at all
+  for (const std::uintptr_t a : planned) plannedSeen += count(a) > 0;
+  d.values["shadow_planned_pages"] = static_cast<double>(k);
+  d.values["shadow_common_pages"] = static_cast<double>(common);
+  d.values["shadow_hot_pages"] = static_cast<double>(hot);
+  d.values["shadow_tied_at_cut"] = static_cast<double>(tied);
+  d.values["shadow_hot_among_planned"] = static_cast<double>(plannedSeen);
+  d.values["candidate_pages"] = static_cast<double>(candidates.size());
+  d.reason += "; " + source + " (shadow) would have chosen " + std::to_string(k) + " of the " +
+              std::to_string(candidates.size()) + " pages: " + std::to_string(common) +
+              " the same, counts " + first + (k > 8 ? ", ..." : "") + " (" +
+              std::to_string(tied) + " pages tied at " + std::to_string(cut) + "); " +
+              std::to_string(plannedSeen) + " of the chosen pages " + source + " saw hot";
+}
 }  // namespace
 
 std::set<std::uintptr_t> Engine::queuedPages(
@@ -958,6 +1004,9 @@ void Engine::place(Decision& d, long index) {
         rt.movedFor[cpu];  // booked as they move (runMoves), never from the plan
         if (plan.pages.empty()) break;
         describePlan(d, pages, plan.pages, cpu, machine_->hotnessSource());
+        if (const std::string shadow = machine_->shadowHotnessSource(); !shadow.empty()) {
+          describeShadowPlan(d, pages, plan.pages, shadow, machine_->shadowHotness(rt.handle.pid));
+        }
         MoveJob job;
         job.app = p.app;
         job.node = p.stack;

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <cstdio>
@@ -96,6 +97,68 @@ TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
   bool dropped = false;
   for (const std::string& l : control.lines) dropped |= l.find("drop-replicas") != std::string::npos;
   EXPECT_TRUE(dropped);
+}
+
+TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
+  Driver e("pimcloud");
+  e.machine.hotness = "hw";
+  e.app("averse", 300, 100, 100, 2);
+  e.app("friendly", 100, 200, 100, 1, 4000, 4);
+  // The counters: page i counts i + 1, so their 1000 hottest are pages 3000-3999.
+  for (std::size_t i = 0; i < 4000; ++i) {
+    e.machine.pagesOf.at(1001)[i].hotness = static_cast<std::uint32_t>(i + 1);
+  }
+  // The shadow (idle scans) saw every odd page touched once and every tenth page twice:
+  // its top 1000 are the 400 tenth pages and then the first 600 odd ones, 1-1199 (ties in
+  // address order; in the counters' order they would be 2801-3999, and 600 in common).
+  // In common: the 100 tenth pages of 3000-3999. The shadow saw 600 of the counters' 1000.
+  e.machine.shadowSource = "idle";
+  const std::uintptr_t base = e.machine.pagesOf.at(1001).front().addr;
+  for (std::size_t i = 0; i < 4000; ++i) {
+    const std::uint32_t c = i % 10 == 0 ? 2 : i % 2;
+    if (c > 0) e.machine.shadowCounts[base + i * FakeMachine::kPageBytes] = c;
+  }
+  e.tick(60);
+  e.machine.setLoad("averse", 50);
+  e.machine.setLoad("friendly", 2000);
+  e.tick(80);
+  const Decision* first = nullptr;
+  for (const Decision& x : e.log.history()) {
+    if (x.values.count("shadow_common_pages") != 0) {
+      first = &x;
+      break;
+    }
+  }
+  ASSERT_NE(first, nullptr) << "no decision carried the shadow's choice";
+  ASSERT_EQ(first->values.at("candidate_pages"), 4000) << first->reason;
+  ASSERT_EQ(first->values.at("planned_pages"), 1000) << first->reason;
+  EXPECT_EQ(first->values.at("shadow_planned_pages"), 1000);
+  EXPECT_EQ(first->values.at("shadow_common_pages"), 100);
+  EXPECT_EQ(first->values.at("shadow_hot_pages"), 1000);
+  EXPECT_EQ(first->values.at("shadow_tied_at_cut"), 2000);  // every odd page counts 1
+  EXPECT_EQ(first->values.at("shadow_hot_among_planned"), 600);
+  EXPECT_NE(first->reason.find("idle (shadow) would have chosen 1000 of the 4000 pages: 100 the "
+                               "same, counts 2, 2, 2"),
+            std::string::npos)
+      << first->reason;
+  // The one home of this decision's shape: analysis reads the same line
+  // (analysis/tests/test_metrics.py, metrics.hotness_choices).
+  const nlohmann::json written = nlohmann::json::parse(decisionToJson(*first));
+  std::ifstream in(std::string(PIMCLOUD_AGENT_FIXTURES) + "/decisions/migrate-shadow.json");
+  if (std::getenv("PIMCLOUD_PRINT_FIXTURE") != nullptr) std::printf("%s\n", written.dump().c_str());
+  ASSERT_TRUE(in.good()) << "fixtures/decisions/migrate-shadow.json is missing";
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  EXPECT_EQ(written["event"], fixture["event"]);
+  EXPECT_EQ(written["values"], fixture["values"]);
+  // Without a shadow, no such values.
+  Driver plain("pimcloud");
+  plain.app("averse", 300, 100, 100, 2);
+  plain.app("friendly", 100, 200, 100, 1, 4000, 4);
+  plain.tick(60);
+  plain.machine.setLoad("averse", 50);
+  plain.machine.setLoad("friendly", 2000);
+  plain.tick(80);
+  for (const Decision& x : plain.log.history()) EXPECT_EQ(x.values.count("shadow_common_pages"), 0U);
 }
 
 TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
