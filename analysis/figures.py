@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..atomic import atomic_write_bytes
+from .metrics import BE_QUOTA_LINE
 
 FORMATS = ("png", "svg")
 GREEN_RED = LinearSegmentedColormap.from_list("green_red", ["#1a9850", "#ffffbf", "#d73027"])
@@ -306,7 +307,8 @@ def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
             data = data.sort_values("t_s")
             xs = np.concatenate([data["t_s"].to_numpy(), [max(end, data["t_s"].max())]])
             ys = np.concatenate([data["cores"].to_numpy(), [data["cores"].iloc[-1]]])
-            bottom.step(xs, ys, where="post", color=colour[str(app)], label=str(app))
+            bottom.step(xs, ys, where="post", color=colour[str(app)], label=str(app),
+                        ls="--" if str(app) == BE_QUOTA_LINE else "-")
             drawn = True
     if drawn:
         bottom.legend(fontsize=7)

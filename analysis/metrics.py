@@ -355,6 +355,9 @@ def migrations_per_second(
                                        "migrations_per_s"])
 
 
+BE_QUOTA_LINE = "be quota"  # core_timeline's line of the best-effort jobs' CPU quota
+
+
 def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app"),
                   origin_ns: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Cores held by each app over time, from the decision log (for Fig. 11).
@@ -376,6 +379,14 @@ def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
         origin = timed.groupby(decisions["run_id"], observed=True).transform("min")
         origin = origin.loc[frame.index]
     out = frame.assign(t_s=(frame["t_ns"] - origin) / 1e9, cores=frame["cores_after"])
+    if "value_cores" in frame.columns and "app" in by:
+        # The best-effort jobs' CPU quota (cpu.max, in cores; 0 = no limit: their CPUs),
+        # a line of its own beside the cores they may run on.
+        quota = out[(out["event"] == "be-quota") & out["value_cores"].notna()]
+        limited = quota["value_cores"] > 0
+        quota = quota.assign(app=BE_QUOTA_LINE,
+                             cores=quota["value_cores"].where(limited, quota["cores_after"]))
+        out = pd.concat([out, quota])
     return out[[*by, "t_s", "cores"]].reset_index(drop=True)
 
 

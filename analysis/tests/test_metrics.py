@@ -104,6 +104,14 @@ def test_be_throughput_convergence_and_migrations() -> None:
                                                   "event": ["start"]})])
     timeline = metrics.core_timeline(started.assign(cores_after=started["to_cores"]))
     assert timeline.loc[timeline["run_id"] == "r", "t_s"].tolist() == [0.0, 0.5, 3.0]
+    # The best-effort jobs' CPU quota is a line of its own: its cores, or its CPUs when
+    # the quota is lifted (0).
+    quota = pd.DataFrame({"run_id": "q", "t_ns": [1e9, 2e9, 3e9], "event": "be-quota",
+                          "app": "be", "cores_after": 4, "value_cores": [0.01, 1.5, 0.0]})
+    timeline = metrics.core_timeline(quota)
+    line = timeline[timeline["app"] == metrics.BE_QUOTA_LINE]
+    assert line["cores"].tolist() == [0.01, 1.5, 4]
+    assert timeline.loc[timeline["app"] == "be", "cores"].tolist() == [4, 4, 4]
 
 
 def test_seed_003_estimate_on_gem5_miss_latency() -> None:
