@@ -103,7 +103,8 @@ class LinuxMachine : public Machine {
   const HotPages* hottestOf(int node);  // this interval's answer for a node, asked once
   std::string hotnessNote_;
   PageCacheView pageCache_;  // HeteroOS-LRU's view of the apps' open files
-  void trackHardwareHotness(int pid);
+  void trackHardwareHotness(int pid, int node);
+  std::vector<AccessedPage> accessedPagesOn(int pid, int node);  // node < 0: every memory
   // Of these pages of `pid` (addresses with their PFNs), those on one of `nodes` that the
   // kernel's LRU holds inactive, at most maxPages.
   std::vector<PageInfo> inactiveAmong(int pid, const std::vector<std::uintptr_t>& addrs,

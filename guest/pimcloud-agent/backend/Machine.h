@@ -87,8 +87,9 @@ class Machine {
   // Pages of a process on `node` (node < 0: all), hottest first.
   virtual std::vector<PageInfo> hotPages(int pid, int node) = 0;
   // The same pages without their hotness (0), in address order: the listing alone, where
-  // hotPages with the page-access counters also asks every counted memory's hottest frames
-  // (a reverse-map walk per frame in the driver: 15 ms of a host core in gem5).
+  // hotPages with the page-access counters also asks the node's memory (every memory for
+  // node < 0) for its hottest frames (a reverse-map walk per frame in the driver: ~8 ms
+  // of a host core per memory in gem5).
   virtual std::vector<PageInfo> pagesOn(int pid, int node) = 0;
   virtual MoveResult movePages(int pid, const std::vector<std::uintptr_t>& pages, int node) = 0;
   // 4 KiB pages of a process per node, as the kernel counts them (numa_maps): one file
