@@ -271,6 +271,31 @@ def convergence_cdf(frame: pd.DataFrame, group: str = "group") -> Figure:
     return figure
 
 
+def tails_over_time(windows: pd.DataFrame, qos_ns: Mapping[str, float],
+                    tail: str = "p99_ns") -> Figure:
+    """Each variant's LC tail over its QoS per monitoring window, overlaid (BALM's figure:
+    how long a violation lasts under each policy). ``windows``: label, app, t_s, ``tail``;
+    one panel per LC app."""
+    apps = sorted(str(a) for a in windows["app"].unique() if qos_ns.get(str(a)))
+    figure = Figure(figsize=(6.5, 2.6 * max(1, len(apps))), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(max(1, len(apps)), 1, sharex=True))
+    for ax, app in zip(axes, apps, strict=False):
+        mine = windows[windows["app"].astype(str) == app]
+        for index, (label, data) in enumerate(mine.groupby("label", sort=True)):
+            data = data.sort_values("t_s")
+            ax.plot(data["t_s"], data[tail] / qos_ns[app], marker="o", ms=3,
+                    color=f"C{index}", label=str(label))
+        ax.axhline(1.0, color="k", ls="--", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"{app} p99 / QoS")
+        ax.legend(fontsize=7)
+    if not apps:
+        axes[0].text(0.5, 0.5, "no LC app with a QoS", transform=axes[0].transAxes,
+                     ha="center", va="center", fontsize=8, color="0.4")
+    axes[-1].set_xlabel("time from the first arrival (s)")
+    return figure
+
+
 def timeline(windows: pd.DataFrame, cores: pd.DataFrame | None = None,
              qos_ns: Mapping[str, float] | None = None, tail: str = "p99_ns",
              events: pd.DataFrame | None = None) -> Figure:

@@ -72,6 +72,30 @@ def windowed_percentiles(
     return out
 
 
+def violation_spans(windows: pd.DataFrame, qos_ns: Mapping[str, float],
+                    window_ns: Mapping[str, int], by: Sequence[str] = ("run_id", "app"),
+                    tail: str = "p99_ns") -> pd.DataFrame:
+    """How long each app's tail stayed above its QoS, from :func:`windowed_percentiles`:
+    windows, violated windows and their time (``violated_s``), the first and last
+    violated window's start (``first_s``, ``last_s``), and ``lasted_s``, from the start of
+    the first violated window to the end of the last (the span BALM's figure shows, gaps
+    inside it included). Apps without a QoS are left out; NaN times where none violated."""
+    columns = [*by, "windows", "violated", "violated_s", "first_s", "last_s", "lasted_s"]
+    rows = []
+    for key, group in windows.groupby(list(by), observed=True, sort=True):
+        keys = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        qos = qos_ns.get(str(keys.get("app", "")))
+        if not qos:
+            continue
+        width = window_ns[str(keys["run_id"])] / 1e9
+        bad = group.loc[group[tail] > qos, "t_s"]
+        first, last = (bad.min(), bad.max()) if len(bad) else (np.nan, np.nan)
+        rows.append({**keys, "windows": len(group), "violated": len(bad),
+                     "violated_s": len(bad) * width, "first_s": first, "last_s": last,
+                     "lasted_s": last + width - first})
+    return pd.DataFrame(rows, columns=columns)
+
+
 def achieved_rps(requests: pd.DataFrame, by: Sequence[str] = ("run_id", "app")) -> pd.DataFrame:
     """Requests per second offered in each group: count over the span of scheduled arrivals."""
     _require(requests, [*by, "scheduled_ns"], "requests")

@@ -176,7 +176,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
         yield from _load_sections(campaign, table, axes, qos, out)
         yield from _mix_sections(campaign, table, axes, qos, out)
         yield from _timeline_sections(campaign, qos, out)
-        yield from _policy_sections(campaign, table, axes, out)
+        yield from _policy_sections(campaign, table, axes, qos, out)
 
     if not campaign.decisions.empty:
         group = "manager" if "manager" in axes else None
@@ -387,8 +387,8 @@ def _interval_by_run(campaign: Campaign) -> dict[str, int]:
 POLICY_AXES = ("placement", "tiering", "variant")
 
 
-def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], out: Path
-                     ) -> Iterator[Section]:
+def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
+                     qos: dict[str, float], out: Path) -> Iterator[Section]:
     """A policy against its baselines: LC p99 and best-effort throughput per variant."""
     compared = [a for a in axes if a.startswith("options.") or a in POLICY_AXES]
     # Best-effort jobs beside managers at one load: Fig. 9's question at that point (the
@@ -427,7 +427,34 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str], o
     section.figures.append(("LC p99 and best-effort throughput per variant",
                             _save(figures.policy_comparison(lc, be), out,
                                   "policy_comparison")))
+    over_time = _tails_over_time(campaign, labels, qos)
+    if over_time is not None:
+        windows, interval_of = over_time
+        spans = metrics.violation_spans(windows, qos, interval_of)
+        spans["label"] = spans["run_id"].map(labels)
+        section.tables.append(("violations per variant", spans))
+        section.figures.append(("LC p99 per monitoring window, each variant (how long a "
+                                "violation lasts)",
+                                _save(figures.tails_over_time(windows, qos), out,
+                                      "policy_tails_over_time")))
     yield section
+
+
+def _tails_over_time(campaign: Campaign, labels: pd.Series, qos: dict[str, float]
+                     ) -> tuple[pd.DataFrame, dict[str, int]] | None:
+    """Every compared run's LC p99 per its own monitoring window, labelled by variant,
+    with each run's window; None without timed requests or QoS."""
+    if "end_ns" not in campaign.requests.columns:
+        return None
+    timed = campaign.requests.dropna(subset=["end_ns"])
+    timed = timed[timed["run_id"].isin(labels.index)]
+    if timed.empty or not qos:
+        return None
+    interval_of = _interval_by_run(campaign)
+    windows = pd.concat([metrics.windowed_percentiles(group, window_ns=interval_of[str(run)])
+                         for run, group in timed.groupby("run_id", observed=True)])
+    windows["label"] = windows["run_id"].astype(str).map(labels)
+    return windows, interval_of
 
 
 def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path

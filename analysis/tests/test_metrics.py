@@ -223,3 +223,20 @@ def test_hotness_choices_read_the_agents_shadow_decision(tmp_path: Path) -> None
     # A log with no migration has no choices, not an error.
     log.write_text('{"t_ns": 2, "event": "downsize", "app": "kv", "to_cores": []}\n')
     assert metrics.hotness_choices(read_decision_log(log).assign(run_id="r")).empty
+
+
+def test_violation_spans_say_how_long_a_tail_stayed_above_qos() -> None:
+    windows = pd.DataFrame({
+        "run_id": ["a"] * 5 + ["b"] * 2 + ["c"],
+        "app": ["kv"] * 7 + ["batch"],
+        "t_s": [0.0, 0.01, 0.02, 0.03, 0.04, 0.0, 0.01, 0.0],
+        "p99_ns": [50.0, 300.0, 80.0, 250.0, 90.0, 10.0, 20.0, 1e9],
+    })
+    out = metrics.violation_spans(windows, {"kv": 100.0}, {"a": 10_000_000, "b": 10_000_000,
+                                                           "c": 10_000_000})
+    a, b = out.to_dict("records")  # batch has no QoS: left out
+    assert (a["windows"], a["violated"]) == (5, 2)
+    assert a["violated_s"] == pytest.approx(0.02)
+    assert (a["first_s"], a["last_s"]) == (0.01, 0.03)
+    assert a["lasted_s"] == pytest.approx(0.03)  # gap inside the span included
+    assert b["violated"] == 0 and np.isnan(b["lasted_s"])
