@@ -23,6 +23,7 @@ Results the guest leaves in /results, as analysis reads them (analysis/README.md
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import shutil
@@ -45,6 +46,7 @@ from .spec import TIERING_MODES, Run
 
 GUEST_RESULTS = "/results"  # PIMCLOUD_RESULTS in the guest init
 LATENCY_FILE = "/run/pimcloud/latency.jsonl"  # harness --stats-file = the agent's "latency"
+PLACED_FILE = "/run/pimcloud/placed"  # the agent's "placed": its initial allocation is made
 CONTROL_FILE = "/run/pimcloud/control.jsonl"  # the agent's requests (profiling), as it writes
 CGROUP_ROOT = "/sys/fs/cgroup/pimcloud"  # the agent's cgroup tree (its config's default)
 OOM_FILE = "oom-killed.txt"  # the kernel's "Killed process" line of each OOM-killed service
@@ -115,7 +117,31 @@ def synchronised_start(run: Run, backend: str) -> bool:
     file, which carries the run's own options): with fast-forward or an app checkpoint,
     and whenever scenario events are timed from that start."""
     return (fast_forwarded(run, backend) or app_checkpointed(run, backend)
-            or bool(run.scenario.events))
+            or bool(run.scenario.events) or waits_placed(run))
+
+
+def waits_placed(run: Run) -> bool:
+    """Whether the requests wait for the manager's initial allocation (wait_placed with
+    a manager that runs the agent)."""
+    return run.scenario.wait_placed and run.scenario.manager != "none"
+
+
+def placed_lines(run: Run) -> list[str]:
+    """Wait until the agent says its initial allocation is made (PLACED_FILE), at most
+    50 of its intervals and at least 1 s; a run goes on without it, and says so."""
+    if not waits_placed(run):
+        return []
+    steps = max(100, math.ceil(50 * run.scenario.interval_s / 0.01))
+    return [
+        'if [ -n "$AGENT" ]; then',
+        "  n=0",
+        f"  while [ ! -e {PLACED_FILE} ] && [ $n -lt {steps} ] && kill -0 $AGENT 2>/dev/null; do",
+        "    sleep 0.01; n=$((n + 1))",
+        "  done",
+        f'  if [ -e {PLACED_FILE} ]; then say "manager placed the apps"; '
+        f'else say "manager did not place the apps in {steps * 0.01:g} s: starting anyway"; fi',
+        "fi",
+    ]
 
 
 def start_file_of(app: str) -> str:
@@ -238,6 +264,7 @@ def agent_config(run: Run) -> dict[str, Any]:
         "summary": f"{GUEST_RESULTS}/agent-summary.json",
         **({"hotness": s.hotness} if s.hotness != "idle" else {}),
         **({"hotness_shadow": True} if s.hotness_shadow else {}),
+        **({"placed": PLACED_FILE} if s.wait_placed else {}),
     }
 
 
@@ -672,6 +699,7 @@ def run_script(run: Run, backend: str) -> str:
     lines += launch_lines(run, backend)
     lines += announce_lines(run)
     lines += prefill_lines(run)
+    lines += placed_lines(run)
     lines += wrapup_lines(run, backend)
     if fast_forwarded(run, backend):
         # Set-up ran on the atomic cores; the measured part runs on the detailed ones.
@@ -707,7 +735,8 @@ def run_part_script(run: Run) -> str:
     lines = ["# sourced by the app set's script (setup_script) in the restored guest",
              f"# pimcloud campaign {run.spec.name}, run {run.run_id}: written by pimcloud.runs",
              f"HERE={RUN_PART_DIR}", *header_lines(), *manager_lines(run),
-             *announce_lines(run), *prefill_lines(run), *wrapup_lines(run, "gem5")]
+             *announce_lines(run), *prefill_lines(run), *placed_lines(run),
+             *wrapup_lines(run, "gem5")]
     if part_switches_at_start(run, "gem5"):
         lines += ['say "run part ready: switching to the detailed cores"', "m5 switchcpu"]
     lines += started_lines(run, "gem5")

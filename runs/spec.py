@@ -63,7 +63,7 @@ BACKENDS = ("auto", "gem5", "qemu")
 EXECUTORS = ("local", "slurm")
 # What the scenario template holds; each of these may also be an axis.
 SCENARIO_KEYS = ("apps", "load", "rps", "manager", "placement", "seed", "be", "threads",
-                 "hotness", "hotness_shadow", "tiering", "counting", "dynamic")
+                 "hotness", "hotness_shadow", "tiering", "counting", "dynamic", "wait_placed")
 # Where the agent reads page hotness: idle page tracking, or the gem5 board's page-access
 # counters (guest/driver; needs [gem5] counters = true, else it falls back to idle).
 HOTNESS_SOURCES = ("idle", "hw")
@@ -197,6 +197,12 @@ class Scenario:
     # The other source kept beside it: each migration's decision also says which pages it
     # would have chosen (idle scans beside the counters; the counters beside idle).
     hotness_shadow: bool = False
+    # The requests start once the manager has made its initial allocation (the agent's
+    # placed file: cgroups, CPUs, the CC gather done), not beside it: in gem5 that work
+    # then runs on the fast-forward cores, outside the measured part. False (runs made
+    # before it): the start signal goes with the manager's start, and its first interval
+    # (tens of ms of cgroup moves in gem5) falls inside the measured requests.
+    wait_placed: bool = False
     tiering: str = "none"  # dynamic tiering under a tiered placement (TIERING)
     tiering_pages: int = TIERING_PAGES  # at most this many pages an interval each way
     dynamic: str = "none"  # dynamic placement beside a static one (DYNAMIC)
@@ -438,6 +444,8 @@ class Run:
             record["hotness"] = s.hotness
         if s.hotness_shadow:
             record["hotness_shadow"] = True
+        if s.wait_placed:
+            record["wait_placed"] = True
         if s.tiering != "none":
             record["tiering"] = s.tiering
         if s.dynamic != "none":
@@ -468,7 +476,8 @@ class Run:
 
 # Scenario keys added after campaigns were made, with the value those campaigns ran with:
 # at that value they stay out of the hashes, so those campaign folders still resume.
-LATER_SCENARIO_KEYS = {"counting": True, "dynamic": "none", "hotness_shadow": False}
+LATER_SCENARIO_KEYS = {"counting": True, "dynamic": "none", "hotness_shadow": False,
+                       "wait_placed": False}
 
 
 def _scenario_science(scenario: Scenario) -> dict[str, Any]:
@@ -749,6 +758,7 @@ def _parse_scenario(t: _Table) -> Scenario:
         manager_options=_parse_manager_options(t),
         hotness=t.choice("hotness", HOTNESS_SOURCES, "idle"),
         hotness_shadow=_boolean(t, "hotness_shadow", False),
+        wait_placed=_boolean(t, "wait_placed", False),
         tiering=t.choice("tiering", TIERING, "none"),
         tiering_pages=t.integer("tiering_pages", TIERING_PAGES, minimum=1),
         dynamic=t.choice("dynamic", DYNAMIC, "none"),
@@ -859,7 +869,7 @@ def _check_axis_value(t: _Table, name: str, value: Any, base: Path,
                    "hotness": HOTNESS_SOURCES, "tiering": TIERING, "dynamic": DYNAMIC}[name]
         if value not in options:
             raise t.error(field, value, "choose among " + ", ".join(map(repr, options)))
-    elif name in ("counting", "hotness_shadow"):
+    elif name in ("counting", "hotness_shadow", "wait_placed"):
         if not isinstance(value, bool):
             raise t.error(field, value, f"{name} is true or false")
     elif name == "topology":

@@ -110,6 +110,7 @@ int run(const std::vector<std::string>& args) {
   }
 
   for (const std::string* p : {&cfg->logPath, &cfg->summaryPath, &cfg->controlPath}) makeParent(*p);
+  if (!cfg->engine.placedPath.empty()) makeParent(cfg->engine.placedPath);
   DecisionLog log(cfg->logPath);
   if (!log.ok()) {
     std::fprintf(stderr, "%s: cannot open the decision log %s: %s\n", path.c_str(),

@@ -17,12 +17,14 @@ from pimcloud.runs.guest_scenario import (
     DONE_FIFO,
     HANG_EXIT,
     HANG_MARK,
+    PLACED_FILE,
     AgentConfigError,
     agent_config,
     best_effort_lines,
     check_agent_config,
     hang_after_s,
     harness_command,
+    placed_lines,
     program_candidates,
     run_part_script,
     run_script,
@@ -332,3 +334,41 @@ def test_the_hotness_shadow_reaches_the_agent_and_the_agent_accepts_it(
     written.write_text(json.dumps({**configs[True], "hotness_shadow": "both"}))
     with pytest.raises(AgentConfigError, match="hotness_shadow"):
         check_agent_config(written)
+
+
+def test_wait_placed_starts_the_requests_after_the_agents_initial_allocation(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """wait_placed: the agent is told where to say it has placed the apps, and the run's
+    part waits for that before the switch and the start signals (at most 50 intervals)."""
+    text = write_spec().read_text().replace("[scenario]\n", "[scenario]\nwait_placed = true\n")
+    (tmp_path / "placed.toml").write_text(text)
+    spec = load_spec(tmp_path / "placed.toml")
+    runs = {r.scenario.manager: r for r in spec.runs()}
+    pim = runs["pimcloud"]
+    assert agent_config(pim)["placed"] == PLACED_FILE
+    assert pim.axes_record()["wait_placed"] is True
+    part = run_part_script(pim)
+    assert part.index("manager placed the apps") < part.index("m5 switchcpu")
+    assert part.index("manager placed the apps") < part.rindex(start_file_of("kvstore"))
+    # QEMU without fast-forward: the requests wait for a start signal too.
+    qemu = run_script(pim, "qemu")
+    assert qemu.index("manager placed the apps") < qemu.rindex(start_file_of("kvstore"))
+    plain = replace(pim, scenario=replace(pim.scenario, wait_placed=False))
+    assert "placed" not in agent_config(plain) and not placed_lines(plain)
+    # The wait itself, in a shell: the file appears after 0.2 s; an agent that dies ends it.
+    wait = "\n".join(placed_lines(pim))
+    marker = tmp_path / "placed"
+    say = 'say() { echo "$*"; }\n'
+    script = (say + f"(sleep 0.2; touch {marker}) &\nsleep 30 & AGENT=$!\n"
+              + wait.replace(PLACED_FILE, str(marker)) + "\nkill $AGENT\n")
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert "manager placed the apps" in done.stdout, done.stdout + done.stderr
+    marker.unlink()
+    script = (say + "(sleep 0.2) & AGENT=$!\n" + wait.replace(PLACED_FILE, str(marker)))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert "did not place the apps" in done.stdout, done.stdout + done.stderr
+    if not program_candidates("pimcloud-agent"):
+        pytest.skip("pimcloud-agent is not built (make cxx)")
+    written = tmp_path / "agent.json"
+    written.write_text(json.dumps(agent_config(pim)))
+    check_agent_config(written)

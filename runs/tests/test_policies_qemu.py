@@ -37,6 +37,12 @@ def test_interference_controller_sets_the_best_effort_quota_in_cpu_max(
     # The membw job ran in that cgroup and did work.
     progress = _lines(results / "membw" / "progress.jsonl")
     assert sum(float(p["work"]) for p in progress if not p["final"]) > 0  # type: ignore[arg-type]
+    # wait_placed: the requests started after the agent's initial allocation was made.
+    assert "manager placed the apps" in (results / "scenario.log").read_text()
+    placed = [d for d in _lines(results / "decisions.jsonl") if d["event"] == "placed"]
+    first = min(int(line.split(",")[2]) for line in
+                (results / "kvstore" / "requests.csv").read_text().splitlines()[1:])
+    assert len(placed) == 1 and int(placed[0]["t_ns"]) < first  # type: ignore[call-overload]
     # No control: the BE cgroup's cpu.max is left unlimited and no quota is logged.
     none = runs / "interference.signal-none" / "results"
     assert not [d for d in _lines(none / "decisions.jsonl") if d["event"] == "be-quota"]

@@ -154,6 +154,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   c.onlyKnown(j, "",
               {"policy", "options", "interval_ms", "profile_ms", "topology", "slack", "stability",
                "placement", "apps", "be", "cgroup", "latency", "control", "log", "summary",
+               "placed",
                "sysfs_root", "proc_root", "hotness_scan_intervals", "hotness",
                "hotness_shadow", "latency_cache_ns"});
 
@@ -194,6 +195,7 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
   c.string(j, "control", "control", cfg.controlPath);
   c.string(j, "log", "log", cfg.logPath);
   c.string(j, "summary", "summary", cfg.summaryPath);
+  c.string(j, "placed", "placed", cfg.engine.placedPath);
 
   if (j.contains("topology")) {
     const json& t = j["topology"];

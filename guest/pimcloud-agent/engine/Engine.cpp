@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -311,7 +313,37 @@ void Engine::tick(std::int64_t tNs) {
   phase("moves");
   for (const Decision& d : pending_) log_->write(d);
   pending_.clear();
+  notePlaced(tNs);
   log_->addIntervalCost(policySeconds, threadCpuSeconds() - cpu0);
+}
+
+void Engine::notePlaced(std::int64_t tNs) {
+  if (placedWritten_ || options_.placedPath.empty()) return;
+  for (const auto& [id, rt] : apps_) {
+    if (rt.arrives) continue;  // starts later: not part of the initial allocation
+    if (!rt.inPolicy && rt.profilePhase == 0) return;
+    for (const MoveJob& job : moves_) {
+      if (job.app == id) return;  // still gathering
+    }
+  }
+  // Atomic: the harness sees the whole file or none.
+  const std::string temporary = options_.placedPath + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << tNs << "\n";
+    if (!out) {
+      log_->note(tNs, "backend-error", "cannot write " + temporary);
+      placedWritten_ = true;
+      return;
+    }
+  }
+  if (std::rename(temporary.c_str(), options_.placedPath.c_str()) != 0) {
+    log_->note(tNs, "backend-error", "cannot rename " + temporary + " to " + options_.placedPath);
+  } else {
+    log_->note(tNs, "placed", "every app present at the start placed (or being profiled) and "
+               "gathered: " + options_.placedPath);
+  }
+  placedWritten_ = true;
 }
 
 void Engine::apply(std::int64_t tNs) {

@@ -73,6 +73,11 @@ struct EngineOptions {
   // every node its cores sit on (the service's replicate command; services without such
   // data decline, and the log says so).
   bool replicateShared = false;
+  // Written once every app present at the start is placed (or being profiled) and its
+  // pages gathered: the harness may wait for it before it starts the requests, so that
+  // the initial allocation (cgroup moves, page gathers) is not inside the measured part.
+  // Empty: not written.
+  std::string placedPath;
   std::function<std::int64_t()> clock;  // host time for the budget; empty: CLOCK_MONOTONIC
 };
 
@@ -159,6 +164,8 @@ class Engine {
   HarnessControl* control_;
   EngineOptions options_;
   bool started_ = false;
+  bool placedWritten_ = false;  // options_.placedPath written
+  void notePlaced(std::int64_t tNs);
   bool localityNoted_ = false;  // said once that no counters means no locality migration
   bool localityReset_ = false;  // cleared the counters' first CPUs when it began
   std::uint64_t localityTicks_ = 0;  // intervals since the reset: it asks every scan

@@ -161,6 +161,44 @@ TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
   for (const Decision& x : plain.log.history()) EXPECT_EQ(x.values.count("shadow_common_pages"), 0U);
 }
 
+TEST(EnginePlacement, PlacedFileOnceTheInitialAllocationAndItsGatherAreDone) {
+  char dir[] = "/tmp/placed-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string placed = std::string(dir) + "/placed";
+  EngineOptions opts;
+  opts.placedPath = placed;
+  opts.migrationChunkPages = 10;
+  std::int64_t hostNs = 0;
+  // Each clock read 15 ms on: one 10-page chunk an interval within the 20 ms budget.
+  opts.clock = [&hostNs] { return hostNs += 15'000'000; };
+  Driver d("pimcloud", {}, Topology::paper(), opts);
+  d.app("averse", 300, 100, 100, 1, 50);  // 50 pages on stack 1; its resident stack is 2
+  d.app("friendly", 100, 200, 100, 1);
+  auto exists = [&placed] { return std::ifstream(placed).good(); };
+  EXPECT_FALSE(exists());
+  int ticks = 0;
+  while (!exists() && ticks < 20) {
+    d.tick();
+    ++ticks;
+    std::size_t onTwo = 0;
+    for (const PageInfo& p : d.machine.pagesOf.at(1000)) onTwo += p.node == 2;
+    if (exists()) {
+      EXPECT_EQ(onTwo, 50U) << "written before the gather was done";
+    } else {
+      EXPECT_LT(onTwo, 50U) << "the gather was done at tick " << ticks << ": no file";
+    }
+  }
+  EXPECT_GT(ticks, 3) << "50 pages at 10 a tick take five ticks";
+  EXPECT_LT(ticks, 20);
+  std::size_t notes = 0;
+  for (const Decision& x : d.log.history()) notes += x.event == "placed";
+  d.tick(3);
+  for (const Decision& x : d.log.history()) notes += x.event == "placed";
+  EXPECT_EQ(notes, 2U) << "one note, seen in both counts: written once";
+  std::remove(placed.c_str());
+  rmdir(dir);
+}
+
 TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
   Topology small = Topology::make(4, 2, 8, 8ULL << 20);  // 8 MiB stacks: 2048 pages
   EngineOptions opts;
