@@ -174,12 +174,8 @@ TEST(EngineMigration, ASecondRemoteCoreDoesNotTakePagesQueuedForTheFirst) {
   Driver e("pimcloud", {}, Topology::paper(), opts);
   onFakeClock(e, opts);
   e.machine.nsPerPageMoved = 1;
-  e.app("averse", 300, 100, 100, 2);
-  e.app("friendly", 100, 200, 100, 1, 4000, 4);
-  e.tick(60);
-  e.machine.setLoad("averse", 50);
-  e.machine.setLoad("friendly", 2000);
-  e.tick(200);
+  e.remotePimCoreApps();
+  e.overloadFriendly(60, 200);
   // Every page booked moved exactly once: the log's total is the pages now on stack 2.
   std::uint64_t booked = 0;
   for (const Decision& x : e.log.history()) {

@@ -30,12 +30,8 @@ TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
   Driver e("pimcloud");
   e.engine = std::make_unique<Engine>(e.topology, *e.policy, e.machine, e.source, e.log, &control,
                                       EngineOptions{});
-  e.app("averse", 300, 100, 100, 2);
-  e.app("friendly", 100, 200, 100, 1, 4000, 4);
-  e.tick(60);
-  e.machine.setLoad("averse", 50);
-  e.machine.setLoad("friendly", 2000);  // needs stack 2 too: remote cores
-  e.tick(80);
+  e.remotePimCoreApps();
+  e.overloadFriendly();
   const int pid = 1001;
   std::size_t onStack2 = 0;
   for (const PageInfo& p : e.machine.pagesOf.at(pid)) onStack2 += p.node == 2;
@@ -102,8 +98,7 @@ TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
 TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
   Driver e("pimcloud");
   e.machine.hotness = "hw";
-  e.app("averse", 300, 100, 100, 2);
-  e.app("friendly", 100, 200, 100, 1, 4000, 4);
+  e.remotePimCoreApps();
   // The counters: page i counts i + 1, so their 1000 hottest are pages 3000-3999.
   for (std::size_t i = 0; i < 4000; ++i) {
     e.machine.pagesOf.at(1001)[i].hotness = static_cast<std::uint32_t>(i + 1);
@@ -118,10 +113,7 @@ TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
     const std::uint32_t c = i % 10 == 0 ? 2 : i % 2;
     if (c > 0) e.machine.shadowCounts[base + i * FakeMachine::kPageBytes] = c;
   }
-  e.tick(60);
-  e.machine.setLoad("averse", 50);
-  e.machine.setLoad("friendly", 2000);
-  e.tick(80);
+  e.overloadFriendly();
   const Decision* first = nullptr;
   for (const Decision& x : e.log.history()) {
     if (x.values.count("shadow_common_pages") != 0) {
@@ -152,12 +144,8 @@ TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
   EXPECT_EQ(written["values"], fixture["values"]);
   // Without a shadow, no such values.
   Driver plain("pimcloud");
-  plain.app("averse", 300, 100, 100, 2);
-  plain.app("friendly", 100, 200, 100, 1, 4000, 4);
-  plain.tick(60);
-  plain.machine.setLoad("averse", 50);
-  plain.machine.setLoad("friendly", 2000);
-  plain.tick(80);
+  plain.remotePimCoreApps();
+  plain.overloadFriendly();
   for (const Decision& x : plain.log.history()) EXPECT_EQ(x.values.count("shadow_common_pages"), 0U);
 }
 
@@ -207,10 +195,7 @@ TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
   e.app("averse", 300, 100, 100, 2);
   e.app("friendly", 100, 200, 100, 1, 1800, 1);
   e.machine.freeBytes[2] = 100 * FakeMachine::kPageBytes;  // stack 2 nearly full
-  e.tick(60);
-  e.machine.setLoad("averse", 50);
-  e.machine.setLoad("friendly", 2000);
-  e.tick(60);
+  e.overloadFriendly(60, 60);
   std::size_t onStack2 = 0;
   for (const PageInfo& p : e.machine.pagesOf.at(1001)) onStack2 += p.node == 2;
   EXPECT_GT(onStack2, 0U);

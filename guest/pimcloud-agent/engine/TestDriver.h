@@ -53,6 +53,20 @@ struct Driver {
     }
   }
   AppId id(const std::string& name) const { return engine->idOf(name); }
+
+  // Fig. 6's case: "friendly" (pid 1001, 4000 pages, 4 threads) beside "averse"; then
+  // friendly's load outgrows its resident stack and it takes remote PIM cores, whose
+  // threads take their share of its pages.
+  void remotePimCoreApps() {
+    app("averse", 300, 100, 100, 2);
+    app("friendly", 100, 200, 100, 1, 4000, 4);
+  }
+  void overloadFriendly(int settle = 60, int after = 80) {
+    tick(settle);
+    machine.setLoad("averse", 50);
+    machine.setLoad("friendly", 2000);  // needs stack 2 too: remote cores
+    tick(after);
+  }
 };
 
 }  // namespace pimcloud::testing
