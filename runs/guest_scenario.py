@@ -139,6 +139,7 @@ def placed_lines(run: Run) -> list[str]:
         "    sleep 0.01; n=$((n + 1))",
         "  done",
         f'  if [ -e {PLACED_FILE} ]; then say "manager placed the apps"; '
+        'elif ! kill -0 $AGENT 2>/dev/null; then say "manager exited before it placed the apps"; '
         f'else say "manager did not place the apps in {steps * 0.01:g} s: starting anyway"; fi',
         "fi",
     ]

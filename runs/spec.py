@@ -986,6 +986,11 @@ def _check_run(spec: CampaignSpec, run: Run) -> None:
         raise SpecError(spec.source, "scenario.counting", False,
                         f"{where}: counting = false turns off the board's counters; add "
                         "[gem5] counters = true (or leave counting out)")
+    if s.hotness_shadow and spec.backend == "qemu":
+        raise SpecError(spec.source, "scenario.hotness_shadow", True,
+                        f"{where}: a shadow ranking needs the page-access counters, which "
+                        "only the gem5 board has; use backend = \"gem5\" (or leave "
+                        "hotness_shadow out)")
     if s.hotness_shadow and not spec.gem5.counters:
         raise SpecError(spec.source, "scenario.hotness_shadow", True,
                         f"{where}: a shadow ranking compares idle tracking with the board's "

@@ -326,6 +326,10 @@ def test_the_hotness_shadow_reaches_the_agent_and_the_agent_accepts_it(
     (tmp_path / "bare.toml").write_text(text)
     with pytest.raises(SpecError, match=r"page-access counters; add \[gem5\] counters = true"):
         load_spec(tmp_path / "bare.toml").runs()
+    (tmp_path / "qemu.toml").write_text(text.replace('backend = "gem5"', 'backend = "qemu"')
+                                        + "\n[gem5]\ncounters = true\n")
+    with pytest.raises(SpecError, match="only the gem5 board has; use backend"):
+        load_spec(tmp_path / "qemu.toml").runs()
     if not program_candidates("pimcloud-agent"):
         pytest.skip("pimcloud-agent is not built (make cxx)")
     written = tmp_path / "agent.json"
@@ -365,6 +369,11 @@ def test_wait_placed_starts_the_requests_after_the_agents_initial_allocation(
     assert "manager placed the apps" in done.stdout, done.stdout + done.stderr
     marker.unlink()
     script = (say + "(sleep 0.2) & AGENT=$!\n" + wait.replace(PLACED_FILE, str(marker)))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert "manager exited before it placed the apps" in done.stdout, done.stdout + done.stderr
+    script = (say + "sleep 30 & AGENT=$!\n"
+              + re.sub(r"-lt \d+", "-lt 20", wait.replace(PLACED_FILE, str(marker)))
+              + "\nkill $AGENT\n")
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
     assert "did not place the apps" in done.stdout, done.stdout + done.stderr
     if not program_candidates("pimcloud-agent"):

@@ -65,7 +65,7 @@ class FakeMachine : public Machine {
   std::string shadowSource;
   std::map<std::uintptr_t, std::uint32_t> shadowCounts;
   std::string shadowHotnessSource() const override { return shadowSource; }
-  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/) override {
+  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/, int /*node*/) override {
     return shadowCounts;
   }
   int counterResets = 0;

@@ -522,7 +522,7 @@ TEST(LinuxMachine, AShadowSourceOnlyWhenAskedForAndAvailable) {
   LinuxMachine idle(o);
   EXPECT_EQ(idle.hotnessSource(), "idle");
   EXPECT_EQ(idle.shadowHotnessSource(), "");
-  EXPECT_TRUE(idle.shadowHotness(4242).empty());
+  EXPECT_TRUE(idle.shadowHotness(4242, -1).empty());
   // "hw" asked for without the device falls back to idle tracking, and nothing shadows it.
   o.hotness = "hw";
   LinuxMachine fallback(o);

@@ -308,9 +308,9 @@ std::string LinuxMachine::shadowHotnessSource() const {
   return hasPageCounters() ? "hw" : "";
 }
 
-std::map<std::uintptr_t, std::uint32_t> LinuxMachine::shadowHotness(int pid) {
+std::map<std::uintptr_t, std::uint32_t> LinuxMachine::shadowHotness(int pid, int node) {
   const std::string shadow = shadowHotnessSource();
-  if (shadow == "hw") trackHardwareHotness(pid, -1);
+  if (shadow == "hw") trackHardwareHotness(pid, node);
   if (shadow.empty()) return {};
   return shadow == "hw" ? hwCounts_[pid] : idleSeen_[pid];
 }

@@ -46,7 +46,7 @@ class LinuxMachine : public Machine {
     return options_.hotness == "hw" && counters_ && countersInfo_ ? "hw" : "idle";
   }
   std::string shadowHotnessSource() const override;
-  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int pid) override;
+  std::map<std::uintptr_t, std::uint32_t> shadowHotness(int pid, int node) override;
   const std::string& hotnessNote() const { return hotnessNote_; }
 
   std::map<int, std::uint64_t> freeBytesPerNode() override;

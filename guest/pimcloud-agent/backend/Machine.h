@@ -103,8 +103,12 @@ class Machine {
   // The other source ("idle" beside "hw", or "hw" beside "idle"), kept only to compare its
   // choice with the one in use on the same state; "" when not asked for or not available.
   virtual std::string shadowHotnessSource() const { return ""; }
-  // The shadow source's hotness of a process's pages (address -> count; absent = 0).
-  virtual std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/) { return {}; }
+  // The shadow source's hotness of a process's pages on `node` (node < 0: all), as
+  // address -> count (absent = 0); the counters then ask that node's memory alone, as
+  // hotPages does, so that either source in use pays the same for its shadow.
+  virtual std::map<std::uintptr_t, std::uint32_t> shadowHotness(int /*pid*/, int /*node*/) {
+    return {};
+  }
   // The process's pages among the counted memories' hottest frames, hottest first; empty
   // without page-access counters (QEMU, a gem5 board without them): see hasPageCounters.
   virtual std::vector<AccessedPage> accessedPages(int /*pid*/) { return {}; }

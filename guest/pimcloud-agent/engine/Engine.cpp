@@ -82,6 +82,14 @@ std::map<int, std::uint64_t> Engine::freeBytesPerStack() {
   return out;
 }
 
+// A configured app placed before its pid was known had only its cgroup's CPUs set: its
+// cores are applied again, now to the process (cgroup.procs, or every thread's affinity).
+void Engine::learnPid(AppId id, Runtime& rt, int pid) {
+  if (pid <= 0 || pid == rt.handle.pid) return;
+  rt.handle.pid = pid;
+  applied_.appCpus.erase(id);
+}
+
 void Engine::handleEvents(std::int64_t tNs, const LatencyBatch& batch) {
   for (const std::string& e : batch.errors) log_->note(tNs, "input-error", e);
   for (const AppEvent& e : batch.events) {
@@ -89,7 +97,7 @@ void Engine::handleEvents(std::int64_t tNs, const LatencyBatch& batch) {
       if (ids_.count(e.app) != 0) {
         // Known from the config: take the pid and whatever the harness knows better.
         Runtime& rt = apps_.at(ids_.at(e.app));
-        if (e.pid > 0) rt.handle.pid = e.pid;
+        learnPid(ids_.at(e.app), rt, e.pid);
         if (rt.spec.maxRpsHost <= 0) rt.spec.maxRpsHost = e.spec.maxRpsHost;
         if (rt.spec.maxRpsPim <= 0) rt.spec.maxRpsPim = e.spec.maxRpsPim;
         if (e.spec.qosNs > 0) rt.spec.qosNs = e.spec.qosNs;
@@ -217,7 +225,7 @@ Observation Engine::observe(std::int64_t tNs, const LatencyBatch& batch) {
     }
     Runtime& rt = apps_.at(id);
     if (!st.tids.empty()) rt.tids = st.tids;
-    if (st.pid > 0 && st.pid != rt.handle.pid) rt.handle.pid = st.pid;  // learnt, or restarted
+    learnPid(id, rt, st.pid);  // learnt, or restarted
     if (rt.inPolicy) {
       obs.stats[id] = st;
       if (st.count > 0) log_->countInterval(name, st.p99Ns > rt.spec.qosNs);
@@ -319,11 +327,17 @@ void Engine::tick(std::int64_t tNs) {
 
 void Engine::notePlaced(std::int64_t tNs) {
   if (placedWritten_ || options_.placedPath.empty()) return;
+  const bool gathers = options_.staticPlacement == StaticPlacement::Concentrated;
   for (const auto& [id, rt] : apps_) {
     if (rt.arrives) continue;  // starts later: not part of the initial allocation
+    if (rt.handle.pid <= 0) return;  // placed by its cgroup's CPUs alone, not yet moved in
     if (!rt.inPolicy && rt.profilePhase == 0) return;
+    if (rt.inPolicy && gathers && !rt.concentrated &&
+        applied_.residentStack.count(id) != 0) {
+      return;  // its CC gather is still to be planned
+    }
     for (const MoveJob& job : moves_) {
-      if (job.app == id) return;  // still gathering
+      if (job.app == id && job.gather) return;  // still gathering
     }
   }
   // Atomic: the harness sees the whole file or none.
@@ -826,6 +840,7 @@ void Engine::concentrate(std::int64_t tNs) {
     job.app = id;
     job.node = res->second;
     job.purpose = "gather on resident stack " + std::to_string(res->second);
+    job.gather = true;
     auto elsewhere = [&](int node) {
       return node >= 1 && node <= topology_->stacks && node != res->second;
     };
@@ -1037,7 +1052,8 @@ void Engine::place(Decision& d, long index) {
         if (plan.pages.empty()) break;
         describePlan(d, pages, plan.pages, cpu, machine_->hotnessSource());
         if (const std::string shadow = machine_->shadowHotnessSource(); !shadow.empty()) {
-          describeShadowPlan(d, pages, plan.pages, shadow, machine_->shadowHotness(rt.handle.pid));
+          describeShadowPlan(d, pages, plan.pages, shadow,
+                             machine_->shadowHotness(rt.handle.pid, resident));
         }
         MoveJob job;
         job.app = p.app;

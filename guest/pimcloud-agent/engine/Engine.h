@@ -110,6 +110,7 @@ class Engine {
     std::vector<std::uintptr_t> pages;
     std::size_t next = 0;
     long decision = -1;   // index in pending_ of the decision that started it (this tick)
+    bool gather = false;  // CC's gather of an entering app (the placed file waits for it)
   };
 
   struct Runtime {
@@ -166,6 +167,7 @@ class Engine {
   bool started_ = false;
   bool placedWritten_ = false;  // options_.placedPath written
   void notePlaced(std::int64_t tNs);
+  void learnPid(AppId id, Runtime& rt, int pid);
   bool localityNoted_ = false;  // said once that no counters means no locality migration
   bool localityReset_ = false;  // cleared the counters' first CPUs when it began
   std::uint64_t localityTicks_ = 0;  // intervals since the reset: it asks every scan

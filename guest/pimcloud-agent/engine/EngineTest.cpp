@@ -528,6 +528,49 @@ TEST(EngineInput, ConfiguredAppLearnsItsPidFromStatsAndUnknownAppsAreNoted) {
   EXPECT_EQ(noted, 1U);  // once, not every interval
 }
 
+TEST(EngineInput, AnAppPlacedBeforeItsPidIsKnownIsMovedInWhenItIsLearnt) {
+  // A configured app with known rates enters the policy at once, before the harness
+  // announces its pid (QEMU: the agent starts before the services load): its cores go to
+  // its cgroup, and the process itself when its pid arrives, with no core change needed;
+  // the placed file waits for that.
+  char dir[] = "/tmp/placed-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string placed = std::string(dir) + "/placed";
+  Topology t = Topology::paper();
+  FakeMachine m(t);
+  ScriptedSource src;
+  DecisionLog log;
+  PolicyContext ctx{&t, {}};
+  auto policy = PolicyRegistry::create("pimcloud", ctx);
+  EngineOptions opts;
+  opts.placedPath = placed;
+  Engine engine(t, *policy, m, src, log, nullptr, opts);
+  AppSpec spec;
+  spec.name = "svc";
+  spec.qosNs = 1e6;
+  spec.maxRpsHost = 3;
+  spec.maxRpsPim = 1;
+  engine.addApp(spec, 0);
+  src.batches = {LatencyBatch{}, LatencyBatch{}};
+  engine.tick(1);
+  engine.tick(2);
+  ASSERT_EQ(m.appCpus.count("svc"), 1U) << "placed by its cgroup's CPUs";
+  EXPECT_EQ(m.appPids.at("svc"), 0);
+  EXPECT_FALSE(std::ifstream(placed).good()) << "no process in its cgroup yet";
+  IntervalStats st;
+  st.p99Ns = 1;  // far below QoS: no core change
+  st.count = 1;
+  st.pid = 777;
+  LatencyBatch b;
+  b.stats["svc"] = st;
+  src.batches = {b, b};
+  engine.tick(3);
+  EXPECT_EQ(m.appPids.at("svc"), 777) << "moved in as soon as its pid is known";
+  EXPECT_TRUE(std::ifstream(placed).good());
+  std::remove(placed.c_str());
+  rmdir(dir);
+}
+
 TEST(EnginePlacement, ReplicationRequestReachesTheServiceControlSocket) {
   const std::string sock = "/tmp/pimcloud-agent-ctl-" + std::to_string(getpid()) + ".sock";
   const int fd = bindDatagram(sock);
