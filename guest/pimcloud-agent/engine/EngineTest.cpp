@@ -25,6 +25,20 @@ struct RecordingControl : HarnessControl {
   void send(const std::string& line) override { lines.push_back(line); }
 };
 
+// Where the agent's placed file goes: a fresh temporary folder, removed with it.
+struct PlacedFile {
+  std::string dir = "/tmp/placed-XXXXXX";
+  std::string path;
+  PlacedFile() {
+    if (mkdtemp(dir.data()) != nullptr) path = dir + "/placed";
+  }
+  ~PlacedFile() {
+    std::remove(path.c_str());
+    rmdir(dir.c_str());
+  }
+  bool exists() const { return std::ifstream(path).good(); }
+};
+
 TEST(EnginePlacement, RemotePimCoreMigratesHottestPagesAndUndoes) {
   RecordingControl control;
   Driver e("pimcloud");
@@ -150,11 +164,9 @@ TEST(EnginePlacement, AShadowSourcesChoiceOfTheSamePagesIsLoggedBesideThePlan) {
 }
 
 TEST(EnginePlacement, PlacedFileOnceTheInitialAllocationAndItsGatherAreDone) {
-  char dir[] = "/tmp/placed-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string placed = std::string(dir) + "/placed";
+  PlacedFile placed;
   EngineOptions opts;
-  opts.placedPath = placed;
+  opts.placedPath = placed.path;
   opts.migrationChunkPages = 10;
   std::int64_t hostNs = 0;
   // Each clock read 15 ms on: one 10-page chunk an interval within the 20 ms budget.
@@ -162,7 +174,7 @@ TEST(EnginePlacement, PlacedFileOnceTheInitialAllocationAndItsGatherAreDone) {
   Driver d("pimcloud", {}, Topology::paper(), opts);
   d.app("averse", 300, 100, 100, 1, 50);  // 50 pages on stack 1; its resident stack is 2
   d.app("friendly", 100, 200, 100, 1);
-  auto exists = [&placed] { return std::ifstream(placed).good(); };
+  auto exists = [&placed] { return placed.exists(); };
   EXPECT_FALSE(exists());
   int ticks = 0;
   while (!exists() && ticks < 20) {
@@ -183,8 +195,6 @@ TEST(EnginePlacement, PlacedFileOnceTheInitialAllocationAndItsGatherAreDone) {
   d.tick(3);
   for (const Decision& x : d.log.history()) notes += x.event == "placed";
   EXPECT_EQ(notes, 2U) << "one note, seen in both counts: written once";
-  std::remove(placed.c_str());
-  rmdir(dir);
 }
 
 TEST(EnginePlacement, StopsAtTheTargetStacksFreeMemory) {
@@ -492,20 +502,34 @@ struct ScriptedSource : LatencySource {
   }
 };
 
-TEST(EngineInput, ConfiguredAppLearnsItsPidFromStatsAndUnknownAppsAreNoted) {
+// "svc" from the agent's config (known rates, 1 ms QoS), its pid not known yet, under
+// PIMCloud on the paper topology, fed by a scripted latency source.
+struct ConfiguredApp {
   Topology t = Topology::paper();
-  FakeMachine m(t);
+  FakeMachine m{t};
   ScriptedSource src;
   DecisionLog log;
-  PolicyContext ctx{&t, {}};
-  auto policy = PolicyRegistry::create("pimcloud", ctx);
-  Engine engine(t, *policy, m, src, log, nullptr, {});
-  AppSpec spec;
-  spec.name = "svc";
-  spec.qosNs = 1e6;
-  spec.maxRpsHost = 3;
-  spec.maxRpsPim = 1;
-  engine.addApp(spec, 0);
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<Engine> engine;
+  explicit ConfiguredApp(const EngineOptions& opts = {}) {
+    PolicyContext ctx{&t, {}};
+    policy = PolicyRegistry::create("pimcloud", ctx);
+    engine = std::make_unique<Engine>(t, *policy, m, src, log, nullptr, opts);
+    AppSpec spec;
+    spec.name = "svc";
+    spec.qosNs = 1e6;
+    spec.maxRpsHost = 3;
+    spec.maxRpsPim = 1;
+    engine->addApp(spec, 0);
+  }
+};
+
+TEST(EngineInput, ConfiguredAppLearnsItsPidFromStatsAndUnknownAppsAreNoted) {
+  ConfiguredApp c;
+  FakeMachine& m = c.m;
+  ScriptedSource& src = c.src;
+  DecisionLog& log = c.log;
+  Engine& engine = *c.engine;
   IntervalStats st;
   st.p99Ns = 1;
   st.count = 1;
@@ -533,30 +557,19 @@ TEST(EngineInput, AnAppPlacedBeforeItsPidIsKnownIsMovedInWhenItIsLearnt) {
   // announces its pid (QEMU: the agent starts before the services load): its cores go to
   // its cgroup, and the process itself when its pid arrives, with no core change needed;
   // the placed file waits for that.
-  char dir[] = "/tmp/placed-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string placed = std::string(dir) + "/placed";
-  Topology t = Topology::paper();
-  FakeMachine m(t);
-  ScriptedSource src;
-  DecisionLog log;
-  PolicyContext ctx{&t, {}};
-  auto policy = PolicyRegistry::create("pimcloud", ctx);
+  PlacedFile placed;
   EngineOptions opts;
-  opts.placedPath = placed;
-  Engine engine(t, *policy, m, src, log, nullptr, opts);
-  AppSpec spec;
-  spec.name = "svc";
-  spec.qosNs = 1e6;
-  spec.maxRpsHost = 3;
-  spec.maxRpsPim = 1;
-  engine.addApp(spec, 0);
+  opts.placedPath = placed.path;
+  ConfiguredApp c(opts);
+  FakeMachine& m = c.m;
+  ScriptedSource& src = c.src;
+  Engine& engine = *c.engine;
   src.batches = {LatencyBatch{}, LatencyBatch{}};
   engine.tick(1);
   engine.tick(2);
   ASSERT_EQ(m.appCpus.count("svc"), 1U) << "placed by its cgroup's CPUs";
   EXPECT_EQ(m.appPids.at("svc"), 0);
-  EXPECT_FALSE(std::ifstream(placed).good()) << "no process in its cgroup yet";
+  EXPECT_FALSE(placed.exists()) << "no process in its cgroup yet";
   IntervalStats st;
   st.p99Ns = 1;  // far below QoS: no core change
   st.count = 1;
@@ -566,9 +579,7 @@ TEST(EngineInput, AnAppPlacedBeforeItsPidIsKnownIsMovedInWhenItIsLearnt) {
   src.batches = {b, b};
   engine.tick(3);
   EXPECT_EQ(m.appPids.at("svc"), 777) << "moved in as soon as its pid is known";
-  EXPECT_TRUE(std::ifstream(placed).good());
-  std::remove(placed.c_str());
-  rmdir(dir);
+  EXPECT_TRUE(placed.exists());
 }
 
 TEST(EnginePlacement, ReplicationRequestReachesTheServiceControlSocket) {
