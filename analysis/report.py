@@ -200,7 +200,8 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
                 "(chance = planned / candidates) and how many candidates tie at the "
                 "shadow's cut.",
                 [("page choices per migration", choices.merge(
-                    campaign.runs[["run_id", *axes]], on="run_id", how="left"))])
+                    campaign.runs[["run_id", *(a for a in axes if a != "app")]],
+                    on="run_id", how="left"))])
         estimates = metrics.latency_estimates(campaign.decisions)
         if not estimates.empty:
             yield Section(
