@@ -288,11 +288,18 @@ std::vector<PageInfo> LinuxMachine::pagesOn(int pid, int node) {
   return out;
 }
 
+// A source's counts of a process's pages: the counters asked now (their answer is kept for
+// the interval, per memory), or what the idle scans have seen so far.
+const LinuxMachine::Counts& LinuxMachine::countsFrom(const std::string& source, int pid,
+                                                      int node) {
+  if (source != "hw") return idleSeen_[pid];
+  trackHardwareHotness(pid, node);
+  return hwCounts_[pid];
+}
+
 std::vector<PageInfo> LinuxMachine::hotPages(int pid, int node) {
-  const bool hw = hotnessSource() == "hw";
-  if (hw) trackHardwareHotness(pid, node);  // once an interval per memory
+  const Counts& hot = countsFrom(hotnessSource(), pid, node);
   std::vector<PageInfo> out = pagesOn(pid, node);
-  const Counts& hot = hw ? hwCounts_[pid] : idleSeen_[pid];
   for (PageInfo& page : out) {
     const auto h = hot.find(page.addr);
     if (h != hot.end()) page.hotness = h->second;
@@ -310,9 +317,7 @@ std::string LinuxMachine::shadowHotnessSource() const {
 
 std::map<std::uintptr_t, std::uint32_t> LinuxMachine::shadowHotness(int pid, int node) {
   const std::string shadow = shadowHotnessSource();
-  if (shadow == "hw") trackHardwareHotness(pid, node);
-  if (shadow.empty()) return {};
-  return shadow == "hw" ? hwCounts_[pid] : idleSeen_[pid];
+  return shadow.empty() ? Counts{} : countsFrom(shadow, pid, node);
 }
 
 std::vector<PageInfo> LinuxMachine::inactiveAmong(int pid, const std::vector<std::uintptr_t>& addrs,

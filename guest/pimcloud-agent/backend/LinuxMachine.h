@@ -104,6 +104,7 @@ class LinuxMachine : public Machine {
   std::string hotnessNote_;
   PageCacheView pageCache_;  // HeteroOS-LRU's view of the apps' open files
   void trackHardwareHotness(int pid, int node);
+  const Counts& countsFrom(const std::string& source, int pid, int node);
   std::vector<AccessedPage> accessedPagesOn(int pid, int node);  // node < 0: every memory
   // Of these pages of `pid` (addresses with their PFNs), those on one of `nodes` that the
   // kernel's LRU holds inactive, at most maxPages.

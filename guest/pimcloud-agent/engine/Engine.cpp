@@ -530,6 +530,15 @@ const char* toString(TieringMode mode) {
 }
 
 namespace {
+// The first eight of a ranking's counts, as a decision's reason lists them.
+std::string firstCounts(const std::vector<std::uint32_t>& counts) {
+  std::string out;
+  for (std::size_t i = 0; i < counts.size() && i < 8; ++i) {
+    out += (i ? ", " : "") + std::to_string(counts[i]);
+  }
+  return out + (counts.size() > 8 ? ", ..." : "");
+}
+
 // A thread migration's decision says which pages it planned by what: their hotness,
 // hottest first (the first eight), and how many were seen hot at all.
 void describePlan(Decision& d, const std::vector<PageInfo>& candidates,
@@ -538,12 +547,11 @@ void describePlan(Decision& d, const std::vector<PageInfo>& candidates,
   for (const PageInfo& pg : candidates) hotness[pg.addr] = pg.hotness;
   double sum = 0;
   std::size_t hot = 0;
-  std::string first;
-  for (std::size_t i = 0; i < planned.size(); ++i) {
-    const std::uint32_t h = hotness[planned[i]];
-    sum += h;
-    hot += h > 0;
-    if (i < 8) first += (i ? ", " : "") + std::to_string(h);
+  std::vector<std::uint32_t> counts;
+  for (const std::uintptr_t a : planned) {
+    counts.push_back(hotness[a]);
+    sum += counts.back();
+    hot += counts.back() > 0;
   }
   d.values["planned_pages"] = static_cast<double>(planned.size());
   d.values["planned_hot_pages"] = static_cast<double>(hot);
@@ -551,7 +559,7 @@ void describePlan(Decision& d, const std::vector<PageInfo>& candidates,
   d.reason += "; " + std::to_string(planned.size()) + " pages planned for cpu " +
               std::to_string(cpu) + ", hottest first by " +
               (source == "hw" ? "access count" : "idle scans seen touched") + " (" + source +
-              "): " + first + (planned.size() > 8 ? ", ..." : "");
+              "): " + firstCounts(counts);
 }
 
 // Beside it, the shadow source's choice of as many pages from the same candidates (ties
@@ -576,11 +584,11 @@ void describeShadowPlan(Decision& d, const std::vector<PageInfo>& candidates,
   const std::set<std::uintptr_t> chosen(planned.begin(), planned.end());
   std::size_t common = 0;
   std::size_t hot = 0;
-  std::string first;
+  std::vector<std::uint32_t> shadowCounts;
   for (std::size_t i = 0; i < k; ++i) {
     common += chosen.count(ranked[i]);
-    hot += count(ranked[i]) > 0;
-    if (i < 8) first += (i ? ", " : "") + std::to_string(count(ranked[i]));
+    shadowCounts.push_back(count(ranked[i]));
+    hot += shadowCounts.back() > 0;
   }
   const std::uint32_t cut = count(ranked[k - 1]);
   std::size_t tied = 0;
@@ -595,7 +603,7 @@ void describeShadowPlan(Decision& d, const std::vector<PageInfo>& candidates,
   d.values["candidate_pages"] = static_cast<double>(candidates.size());
   d.reason += "; " + source + " (shadow) would have chosen " + std::to_string(k) + " of the " +
               std::to_string(candidates.size()) + " pages: " + std::to_string(common) +
-              " the same, counts " + first + (k > 8 ? ", ..." : "") + " (" +
+              " the same, counts " + firstCounts(shadowCounts) + " (" +
               std::to_string(tied) + " pages tied at " + std::to_string(cut) + "); " +
               std::to_string(plannedSeen) + " of the chosen pages " + source + " saw hot";
 }
