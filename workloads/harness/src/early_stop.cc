@@ -18,9 +18,8 @@ double normal_quantile(double p) {
   return (lo + hi) / 2;
 }
 
-double wilson(std::uint64_t k, std::uint64_t n, double confidence, double sign) {
+double wilson(std::uint64_t k, std::uint64_t n, double z, double sign) {
   if (n == 0) return sign < 0 ? 0.0 : 1.0;
-  const double z = normal_quantile(confidence);
   const double nn = static_cast<double>(n);
   const double p = static_cast<double>(k) / nn;
   const double denominator = 1 + z * z / nn;
@@ -32,21 +31,30 @@ double wilson(std::uint64_t k, std::uint64_t n, double confidence, double sign) 
 }  // namespace
 
 double wilson_lower(std::uint64_t k, std::uint64_t n, double confidence) {
-  return wilson(k, n, confidence, -1);
+  return wilson(k, n, normal_quantile(confidence), -1);
 }
 
 double wilson_upper(std::uint64_t k, std::uint64_t n, double confidence) {
-  return wilson(k, n, confidence, +1);
+  return wilson(k, n, normal_quantile(confidence), +1);
 }
 
-EarlyStop::EarlyStop(EarlyStopRule rule) : rule_(rule) {
-  if (rule_.enabled() && (rule_.confidence <= 0.5 || rule_.confidence >= 1)) {
+EarlyStop::EarlyStop(EarlyStopRule rule, std::size_t expected_arrivals) : rule_(rule) {
+  if (!rule_.enabled()) return;
+  if (rule_.confidence <= 0.5 || rule_.confidence >= 1) {
     throw std::invalid_argument("--early-stop-confidence must be between 0.5 and 1");
   }
+  z_ = normal_quantile(rule_.confidence);
+  scheduled_.assign(expected_arrivals, 0);  // allocated and touched now
+  // Run the verdict's arithmetic once so that its first real use finds it warm.
+  volatile double warm = wilson(1, 100, z_, -1) + wilson(1, 100, z_, +1);
+  (void)warm;
 }
 
 void EarlyStop::arrival(std::uint64_t scheduled_ns) {
-  if (enabled()) scheduled_.push_back(scheduled_ns);
+  if (!enabled()) return;
+  if (arrivals_ < scheduled_.size()) scheduled_[arrivals_] = scheduled_ns;
+  else scheduled_.push_back(scheduled_ns);
+  ++arrivals_;
 }
 
 void EarlyStop::answered(std::uint64_t sojourn_ns) {
@@ -57,23 +65,33 @@ void EarlyStop::answered(std::uint64_t sojourn_ns) {
   }
 }
 
+void EarlyStop::checked(std::uint64_t ns) {
+  ++checks_;
+  check_ns_total_ += ns;
+  check_ns_max_ = std::max(check_ns_max_, ns);
+}
+
 EarlyVerdict EarlyStop::check(std::uint64_t now_ns) {
   if (!enabled() || verdict_ != EarlyVerdict::kUndecided) return verdict_;
   const auto qos = static_cast<std::uint64_t>(rule_.qos_ns);
-  while (overdue_ < scheduled_.size() && scheduled_[overdue_] + qos < now_ns) ++overdue_;
+  while (overdue_ < arrivals_ && scheduled_[overdue_] + qos < now_ns) ++overdue_;
   const std::uint64_t answered = answered_.load(std::memory_order_relaxed);
   const std::uint64_t late = late_.load(std::memory_order_relaxed);
   // Overdue arrivals not answered yet (a lower bound: some answers are of later arrivals).
   const std::uint64_t waiting_late = overdue_ > answered ? overdue_ - answered : 0;
   const std::uint64_t n = answered + waiting_late, k = late + waiting_late;
   if (static_cast<long long>(n) < rule_.min_requests) return verdict_;
+  return decide(n, k);
+}
+
+EarlyVerdict EarlyStop::decide(std::uint64_t n, std::uint64_t k) {
   const double limit = 1 - rule_.quantile;
-  const double lower = wilson_lower(k, n, rule_.confidence);
+  const double lower = wilson(k, n, z_, -1);
   if (lower > limit) {
     verdict_ = EarlyVerdict::kMiss;
     bound_ = lower;
   } else if (rule_.stop_on_meet) {
-    const double upper = wilson_upper(k, n, rule_.confidence);
+    const double upper = wilson(k, n, z_, +1);
     if (upper < limit) {
       verdict_ = EarlyVerdict::kMeet;
       bound_ = upper;
@@ -90,13 +108,17 @@ std::string EarlyStop::json(std::uint64_t discarded) const {
   const char* verdict = verdict_ == EarlyVerdict::kMiss   ? "miss"
                         : verdict_ == EarlyVerdict::kMeet ? "meet"
                                                           : "undecided";
-  char text[256];
+  char text[384];
   std::snprintf(text, sizeof text,
                 "{\"verdict\":\"%s\",\"decided\":%llu,\"late\":%llu,\"bound\":%.6f,"
-                "\"confidence\":%.6g,\"qos_ns\":%.0f,\"discarded\":%llu}",
+                "\"confidence\":%.6g,\"qos_ns\":%.0f,\"discarded\":%llu,\"checks\":%llu,"
+                "\"check_ns_max\":%llu,\"check_ns_total\":%llu}",
                 verdict, static_cast<unsigned long long>(decided_),
                 static_cast<unsigned long long>(late_at_verdict_), bound_, rule_.confidence,
-                rule_.qos_ns, static_cast<unsigned long long>(discarded));
+                rule_.qos_ns, static_cast<unsigned long long>(discarded),
+                static_cast<unsigned long long>(checks_),
+                static_cast<unsigned long long>(check_ns_max_),
+                static_cast<unsigned long long>(check_ns_total_));
   return text;
 }
 

@@ -91,7 +91,12 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
         break;
       }
       if (early && early->enabled()) {
-        if ((k & 15) == 0 && early->check(now_ns()) != EarlyVerdict::kUndecided) break;
+        if ((k & 15) == 0) {
+          const std::uint64_t before = now_ns();
+          const EarlyVerdict verdict = early->check(before);
+          early->checked(now_ns() - before);
+          if (verdict != EarlyVerdict::kUndecided) break;
+        }
         early->arrival(scheduled);
       }
       last = scheduled;
@@ -103,6 +108,14 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
   }
   measured_ns = last > first_measured ? last - first_measured : 0;
   return id;
+}
+
+// Room for the measured region's arrivals, made before it starts (capped: beyond it the
+// list grows as it goes).
+std::size_t expected_measured_arrivals(const HarnessOptions& o) {
+  const double expected = o.requests > 0 ? static_cast<double>(o.requests)
+                                         : o.schedule.expected_arrivals(o.seconds);
+  return static_cast<std::size_t>(std::min(expected * 1.25 + 64, double{1 << 22}));
 }
 
 std::string one_line(const std::string& s) {
@@ -143,7 +156,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   std::vector<std::vector<RequestRecord>> kept(static_cast<std::size_t>(o.threads));
   Checker checker(o, service);
   RunResult result;
-  EarlyStop early(o.early_stop);
+  EarlyStop early(o.early_stop, expected_measured_arrivals(o));
   result.generated = generate(
       service, o,
       [&](std::uint64_t id, std::uint64_t scheduled, Request&& request) {

@@ -28,6 +28,32 @@ TEST(EarlyStop, OverdueRequestsStillWaitingCountAsLate) {
   EXPECT_NE(stop.json(7).find("\"discarded\":7"), std::string::npos);
 }
 
+TEST(EarlyStop, ARoomMadeBeforehandHoldsOnlyTheArrivalsMade) {
+  // Room for 10 of the 40 arrivals: the 30 others are added as they come; the empty room
+  // is never taken for arrivals (its zeros would all be overdue at once).
+  EarlyStopRule rule;
+  rule.qos_ns = 1000;
+  rule.min_requests = 20;
+  EarlyStop roomy(rule, 1000);
+  for (std::uint64_t i = 0; i < 10; ++i) roomy.arrival(10'000 + i);
+  EXPECT_EQ(roomy.check(10'500), EarlyVerdict::kUndecided);
+  EarlyStop small(rule, 10);
+  for (std::uint64_t i = 0; i < 40; ++i) small.arrival(i * 10);
+  EXPECT_EQ(small.check(1400), EarlyVerdict::kMiss);
+}
+
+TEST(EarlyStop, TheChecksOwnCostIsReported) {
+  EarlyStopRule rule;
+  rule.qos_ns = 1000;
+  EarlyStop stop(rule);
+  stop.checked(300);
+  stop.checked(100);
+  const std::string json = stop.json(0);
+  EXPECT_NE(json.find("\"checks\":2,\"check_ns_max\":300,\"check_ns_total\":400"),
+            std::string::npos)
+      << json;
+}
+
 TEST(EarlyStop, PunctualAnswersMeetOnlyWhenAsked) {
   for (bool meet : {false, true}) {
     EarlyStopRule rule;
@@ -60,6 +86,7 @@ TEST(EarlyStop, AnOverloadedServiceStopsEarlyAndANormalOneRunsToTheEnd) {
     const RunResult r = run(service, o);
     EXPECT_NE(r.early_stop.find("\"verdict\":\"miss\""), std::string::npos) << r.early_stop;
     EXPECT_LT(r.measured_ns, 500'000'000u) << "not stopped early";
+    EXPECT_EQ(r.early_stop.find("\"checks\":0,"), std::string::npos) << r.early_stop;
   }
   {
     const HarnessOptions o = options("200");
