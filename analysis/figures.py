@@ -281,10 +281,13 @@ def tails_over_time(windows: pd.DataFrame, qos_ns: Mapping[str, float],
     axes = np.atleast_1d(figure.subplots(max(1, len(apps)), 1, sharex=True))
     for ax, app in zip(axes, apps, strict=False):
         mine = windows[windows["app"].astype(str) == app]
-        for index, (label, data) in enumerate(mine.groupby("label", sort=True)):
-            data = data.sort_values("t_s")
-            ax.plot(data["t_s"], data[tail] / qos_ns[app], marker="o", ms=3,
-                    color=f"C{index}", label=str(label))
+        for index, (label, runs) in enumerate(mine.groupby("label", sort=True)):
+            # Runs of one variant (loads, seeds) share its colour, a line each.
+            by_run = runs.groupby("run_id", sort=True) if "run_id" in runs else [("", runs)]
+            for count, (_, data) in enumerate(by_run):
+                data = data.sort_values("t_s")
+                ax.plot(data["t_s"], data[tail] / qos_ns[app], marker="o", ms=3,
+                        color=f"C{index}", label=str(label) if count == 0 else "_")
         ax.axhline(1.0, color="k", ls="--", lw=0.8)
         ax.set_yscale("log")
         ax.set_ylabel(f"{app} p99 / QoS")

@@ -79,8 +79,14 @@ def violation_spans(windows: pd.DataFrame, qos_ns: Mapping[str, float],
     windows, violated windows and their time (``violated_s``), the first and last
     violated window's start (``first_s``, ``last_s``), and ``lasted_s``, from the start of
     the first violated window to the end of the last (the span BALM's figure shows, gaps
-    inside it included). Apps without a QoS are left out; NaN times where none violated."""
-    columns = [*by, "windows", "violated", "violated_s", "first_s", "last_s", "lasted_s"]
+    inside it included). Apps without a QoS are left out; NaN times where none violated.
+
+    A window in which no request completed has no row in ``windows``. Between an app's
+    first and last window it is counted (``empty``): as violated when the next window
+    with answers is violated (its requests waited through the empty one: a stall), else
+    as idle (nothing arrived)."""
+    columns = [*by, "windows", "empty", "violated", "violated_s", "first_s", "last_s",
+               "lasted_s"]
     rows = []
     for key, group in windows.groupby(list(by), observed=True, sort=True):
         keys = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
@@ -88,11 +94,18 @@ def violation_spans(windows: pd.DataFrame, qos_ns: Mapping[str, float],
         if not qos:
             continue
         width = window_ns[str(keys["run_id"])] / 1e9
-        bad = group.loc[group[tail] > qos, "t_s"]
-        first, last = (bad.min(), bad.max()) if len(bad) else (np.nan, np.nan)
-        rows.append({**keys, "windows": len(group), "violated": len(bad),
-                     "violated_s": len(bad) * width, "first_s": first, "last_s": last,
-                     "lasted_s": last + width - first})
+        index = np.rint(group["t_s"].to_numpy(dtype=float) / width).astype(np.int64)
+        late = dict(zip(index.tolist(), (group[tail] > qos).tolist(), strict=True))
+        span = range(int(index.min()), int(index.max()) + 1)
+        bad, following_late = [], False
+        for window in reversed(span):  # an empty window takes the verdict of the next
+            following_late = late.get(window, following_late)
+            if following_late:
+                bad.append(window * width)
+        first, last = (min(bad), max(bad)) if bad else (np.nan, np.nan)
+        rows.append({**keys, "windows": len(span), "empty": len(span) - len(late),
+                     "violated": len(bad), "violated_s": len(bad) * width, "first_s": first,
+                     "last_s": last, "lasted_s": last + width - first})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -404,14 +417,32 @@ def core_timeline(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
         origin = origin.loc[frame.index]
     out = frame.assign(t_s=(frame["t_ns"] - origin) / 1e9, cores=frame["cores_after"])
     if "value_cores" in frame.columns and "app" in by:
-        # The best-effort jobs' CPU quota (cpu.max, in cores; 0 = no limit: their CPUs),
-        # a line of its own beside the cores they may run on.
-        quota = out[(out["event"] == "be-quota") & out["value_cores"].notna()]
-        limited = quota["value_cores"] > 0
-        quota = quota.assign(app=BE_QUOTA_LINE,
-                             cores=quota["value_cores"].where(limited, quota["cores_after"]))
-        out = pd.concat([out, quota])
+        out = pd.concat([out, _be_quota_line(out, by)])
     return out[[*by, "t_s", "cores"]].reset_index(drop=True)
+
+
+def _be_quota_line(out: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """The best-effort jobs' CPU quota (cpu.max, in cores), a line of its own beside the
+    cores they may run on. While the quota is lifted (0) the line is their cores, and
+    follows them when the manager changes them later."""
+    is_quota = (out["event"] == "be-quota") & out["value_cores"].notna()
+    keys = [k for k in by if k != "app"]
+    jobs = out.loc[is_quota, [*keys, "app"]].drop_duplicates()
+    rows = []
+    for job in jobs.itertuples(index=False):
+        match = np.ones(len(out), dtype=bool)
+        for column, value in zip([*keys, "app"], job, strict=True):
+            match &= (out[column] == value).to_numpy()
+        history = out[match].assign(is_quota=is_quota[match]).sort_values("t_s", kind="stable")
+        limit = None
+        for row in history.itertuples(index=False):
+            if row.is_quota:
+                limit = float(row.value_cores)
+            if limit is None:
+                continue  # no quota set yet: no line
+            rows.append({**dict(zip([*keys, "app"], job, strict=True)), "app": BE_QUOTA_LINE,
+                         "t_s": row.t_s, "cores": limit if limit > 0 else row.cores})
+    return pd.DataFrame(rows, columns=[*by, "t_s", "cores"])
 
 
 def latency_estimates(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")

@@ -22,6 +22,21 @@ def test_timeline_gives_each_app_one_colour_in_both_panels() -> None:
     assert top_colours == bottom_colours
 
 
+def test_tails_over_time_draws_each_run_of_a_variant_as_its_own_line() -> None:
+    import pandas as pd
+    from pimcloud.analysis.figures import tails_over_time
+
+    windows = pd.DataFrame({"run_id": ["r1", "r1", "r2", "r2", "r3"],
+                            "label": ["balm", "balm", "balm", "balm", "mba"],
+                            "app": "kv", "t_s": [0.0, 0.1, 0.0, 0.1, 0.0],
+                            "p99_ns": [1e6, 2e6, 3e6, 4e6, 5e6]})
+    (ax,) = tails_over_time(windows, {"kv": 1e6}).axes
+    lines = [line for line in ax.get_lines() if line.get_linestyle() != "--"]
+    assert [list(line.get_ydata()) for line in lines] == [[1, 2], [3, 4], [5]]
+    assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color()
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["balm", "mba"]
+
+
 def test_timeline_marks_the_scenarios_events_on_both_panels(tmp_path: Path) -> None:
     import json
 

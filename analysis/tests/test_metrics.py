@@ -112,6 +112,13 @@ def test_be_throughput_convergence_and_migrations() -> None:
     line = timeline[timeline["app"] == metrics.BE_QUOTA_LINE]
     assert line["cores"].tolist() == [0.01, 1.5, 4]
     assert timeline.loc[timeline["app"] == "be", "cores"].tolist() == [4, 4, 4]
+    # Lifted, the line follows the jobs' cores when the manager later takes some away.
+    shrunk = pd.concat([quota, pd.DataFrame({"run_id": ["q"], "t_ns": [4e9], "event": ["cores"],
+                                             "app": ["be"], "cores_after": [2]})])
+    line = metrics.core_timeline(shrunk)
+    line = line[line["app"] == metrics.BE_QUOTA_LINE]
+    assert line["cores"].tolist() == [0.01, 1.5, 4, 2]
+    assert line["t_s"].tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_seed_003_estimate_on_gem5_miss_latency() -> None:
@@ -240,3 +247,12 @@ def test_violation_spans_say_how_long_a_tail_stayed_above_qos() -> None:
     assert (a["first_s"], a["last_s"]) == (0.01, 0.03)
     assert a["lasted_s"] == pytest.approx(0.03)  # gap inside the span included
     assert b["violated"] == 0 and np.isnan(b["lasted_s"])
+    assert a["empty"] == 0
+    # A stall: nothing completed in the windows at 0.02 and 0.03 s, then late answers;
+    # an idle gap: nothing completed at 0.06 s, then punctual answers.
+    gaps = pd.DataFrame({"run_id": "a", "app": "kv", "t_s": [0.0, 0.01, 0.04, 0.05, 0.07],
+                         "p99_ns": [50.0, 50.0, 900.0, 60.0, 60.0]})
+    (g,) = metrics.violation_spans(gaps, {"kv": 100.0}, {"a": 10_000_000}).to_dict("records")
+    assert (g["windows"], g["empty"], g["violated"]) == (8, 3, 3)
+    assert (g["first_s"], g["last_s"]) == (0.02, 0.04)
+    assert g["lasted_s"] == pytest.approx(0.03)
