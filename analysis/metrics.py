@@ -93,15 +93,20 @@ def violation_spans(windows: pd.DataFrame, qos_ns: Mapping[str, float],
         qos = qos_ns.get(str(keys.get("app", "")))
         if not qos:
             continue
-        width = window_ns[str(keys["run_id"])] / 1e9
-        index = np.rint(group["t_s"].to_numpy(dtype=float) / width).astype(np.int64)
+        width_ns = window_ns[str(keys["run_id"])]
+        width = width_ns / 1e9
+        index = (group["window"].to_numpy(dtype=np.int64) if "window" in group
+                 else np.rint(group["t_s"].to_numpy(dtype=float) / width).astype(np.int64))
+        if len(set(index.tolist())) != len(index):
+            raise ValueError(f"violation_spans: {keys} has two rows for one window; give "
+                             "one row per window (windowed_percentiles' output)")
         late = dict(zip(index.tolist(), (group[tail] > qos).tolist(), strict=True))
         span = range(int(index.min()), int(index.max()) + 1)
         bad, following_late = [], False
         for window in reversed(span):  # an empty window takes the verdict of the next
             following_late = late.get(window, following_late)
             if following_late:
-                bad.append(window * width)
+                bad.append(window * width_ns / 1e9)  # as windowed_percentiles' t_s
         first, last = (min(bad), max(bad)) if bad else (np.nan, np.nan)
         rows.append({**keys, "windows": len(span), "empty": len(span) - len(late),
                      "violated": len(bad), "violated_s": len(bad) * width, "first_s": first,

@@ -89,10 +89,11 @@ def read_decision_log(path: str | os.PathLike[str]) -> pd.DataFrame:
         if source in frame.columns:
             frame[target] = frame[source].map(_core_count).astype(float)
             # The agent writes [] on events that move no cores (concentrate, profile):
-            # no information, not "0 cores"; only an exit gives an app's cores back.
+            # no information, not "0 cores"; only an exit gives an app's cores back, and
+            # a best-effort pool may be emptied (be-cpus).
             empty = frame[source].map(lambda v: isinstance(v, list | tuple) and not v)
             if "event" in frame.columns:
-                empty &= frame["event"] != "exit"
+                empty &= ~frame["event"].isin(["exit", "be-cpus"])
             frame.loc[empty, target] = np.nan
     if "pages_moved" in frame.columns:
         frame["pages_moved"] = frame["pages_moved"].fillna(0).astype(np.int64)

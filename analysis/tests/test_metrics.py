@@ -113,8 +113,9 @@ def test_be_throughput_convergence_and_migrations() -> None:
     assert line["cores"].tolist() == [0.01, 1.5, 4]
     assert timeline.loc[timeline["app"] == "be", "cores"].tolist() == [4, 4, 4]
     # Lifted, the line follows the jobs' cores when the manager later takes some away.
-    shrunk = pd.concat([quota, pd.DataFrame({"run_id": ["q"], "t_ns": [4e9], "event": ["cores"],
-                                             "app": ["be"], "cores_after": [2]})])
+    shrunk = pd.concat([quota, pd.DataFrame({"run_id": ["q"], "t_ns": [4e9],
+                                             "event": ["be-cpus"], "app": ["be"],
+                                             "cores_after": [2]})])
     line = metrics.core_timeline(shrunk)
     line = line[line["app"] == metrics.BE_QUOTA_LINE]
     assert line["cores"].tolist() == [0.01, 1.5, 4, 2]

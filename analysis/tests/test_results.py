@@ -164,9 +164,11 @@ def test_decision_log_reads_empty_core_lists_as_no_change(tmp_path: Path) -> Non
         '{"t_ns":800000000,"event":"initial","app":"kv","from_cores":[],"to_cores":[4,5]}\n'
         '{"t_ns":1200000000,"event":"concentrate","app":"kv","from_cores":[],"to_cores":[],'
         '"pages_moved":1710}\n'
-        '{"t_ns":1300000000,"event":"exit","app":"kv","from_cores":[4,5],"to_cores":[]}\n')
+        '{"t_ns":1300000000,"event":"exit","app":"kv","from_cores":[4,5],"to_cores":[]}\n'
+        '{"t_ns":1300000000,"event":"be-cpus","app":"be","from_cores":[6],"to_cores":[]}\n')
     frame = read_decision_log(log).assign(run_id="r")
     cores = frame["cores_after"]
     assert cores.iloc[1] == 2.0 and pd.isna(cores.iloc[2]) and cores.iloc[3] == 0.0
+    assert cores.iloc[4] == 0.0  # an emptied best-effort pool
     # Convergence counts from the first timed line, not from the start line's t_ns 0.
     assert metrics.convergence_time(frame)["convergence_s"].tolist() == pytest.approx([0.5])

@@ -365,7 +365,19 @@ void Engine::apply(std::int64_t tNs) {
   const Assignment want = policy_->assignment();
   if (want.beCpus != applied_.beCpus) {
     const Status st = machine_->setBeCpus(want.beCpus);
-    if (!st.ok) log_->note(tNs, "backend-error", "BE cpuset: " + st.error);
+    if (st.ok) {
+      // The BE jobs' CPUs over time (a lifted quota's line follows them).
+      Decision d;
+      d.tNs = tNs;
+      d.event = "be-cpus";
+      d.appName = "be";
+      d.fromCores = applied_.beCpus;
+      d.toCores = want.beCpus;
+      d.reason = "CPUs of the best-effort jobs (cpuset)";
+      log_->write(d);
+    } else {
+      log_->note(tNs, "backend-error", "BE cpuset: " + st.error);
+    }
     if (options_.beQuota > 0 && want.beQuotaCores <= 0) machine_->setBeQuota(options_.beQuota);
   }
   applyBeQuota(tNs, want);

@@ -217,5 +217,24 @@ TEST(EngineWithCounters, BeThrottleIsSetLoggedAndReleasedWithTheCpus) {
   EXPECT_EQ(levels, (std::vector<double>{7, 7, 0}));
 }
 
+TEST(EngineWithCounters, ANewBePoolIsLoggedWithItsCpus) {
+  StubDriver d;
+  d.app("a", 100);
+  d.policy.script[2] = [](ScriptedPolicy& p, const Observation&, std::vector<Decision>&) {
+    p.current.beCpus = {13};
+  };
+  d.tick(4);
+  std::vector<std::vector<int>> pools;
+  for (const Decision& x : d.log.history()) {
+    if (x.event != "be-cpus") continue;
+    EXPECT_EQ(x.appName, "be");
+    pools.push_back(x.toCores);
+  }
+  ASSERT_FALSE(pools.empty());
+  EXPECT_EQ(pools.back(), (std::vector<int>{13}));
+  // Only changes are logged: the pool set at interval 2 once.
+  EXPECT_EQ(std::count(pools.begin(), pools.end(), std::vector<int>{13}), 1);
+}
+
 }  // namespace
 }  // namespace pimcloud

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -110,13 +111,22 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
   return id;
 }
 
-// Room for the measured region's arrivals, made before it starts (capped: beyond it the
-// list grows as it goes).
+}  // namespace
+
+// Room for the measured region's arrivals, made before it starts: its request count, or
+// its length at the schedule's highest rate (the region starts after the warm-up, at a
+// step not known beforehand), with room for Poisson's spread. Capped: beyond the room the
+// list grows as it goes.
 std::size_t expected_measured_arrivals(const HarnessOptions& o) {
-  const double expected = o.requests > 0 ? static_cast<double>(o.requests)
-                                         : o.schedule.expected_arrivals(o.seconds);
-  return static_cast<std::size_t>(std::min(expected * 1.25 + 64, double{1 << 22}));
+  constexpr double kCap = 1 << 22;
+  if (o.requests > 0) return static_cast<std::size_t>(std::min(double(o.requests), kCap));
+  double peak = 0;
+  for (const RateStep& step : o.schedule.steps()) peak = std::max(peak, step.rps);
+  const double expected = peak * o.seconds * 1.25 + 64;
+  return static_cast<std::size_t>(std::isfinite(expected) ? std::min(expected, kCap) : kCap);
 }
+
+namespace {
 
 std::string one_line(const std::string& s) {
   std::string out;

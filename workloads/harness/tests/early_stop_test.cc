@@ -42,6 +42,18 @@ TEST(EarlyStop, ARoomMadeBeforehandHoldsOnlyTheArrivalsMade) {
   EXPECT_EQ(small.check(1400), EarlyVerdict::kMiss);
 }
 
+TEST(EarlyStop, RoomIsMadeForTheMeasuredRegionAtItsHighestRate) {
+  auto room = [](std::vector<std::string> args) {
+    return expected_measured_arrivals(parse_options("synthetic", args));
+  };
+  EXPECT_EQ(room({"--rps", "1000", "--requests", "500"}), 500u);
+  // 0.03 s at 50,000 rps (the later, higher step; the warm-up may end in either).
+  EXPECT_EQ(room({"--schedule", "0:10000,0.02:50000", "--seconds", "0.03", "--warmup", "250"}),
+            static_cast<std::size_t>(50000 * 0.03 * 1.25 + 64));
+  EXPECT_EQ(room({"--rps", "1e9", "--seconds", "1000"}), std::size_t{1} << 22);
+  EXPECT_EQ(room({"--rps", "100", "--seconds", "inf"}), std::size_t{1} << 22);
+}
+
 TEST(EarlyStop, TheChecksOwnCostIsReported) {
   EarlyStopRule rule;
   rule.qos_ns = 1000;

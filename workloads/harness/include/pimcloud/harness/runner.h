@@ -80,6 +80,11 @@ bool is_run_option(const std::string& flag);
 HarnessOptions with_start_options(const std::string& app, const std::vector<std::string>& launch,
                                   const std::string& start_text);
 
+// How many measured arrivals early stop makes room for before the measured region: the
+// request count, or the region's length at the schedule's highest rate (+25 % and 64),
+// at most 2^22.
+std::size_t expected_measured_arrivals(const HarnessOptions& options);
+
 // "server": serves one client's requests over TCP until it disconnects.
 void run_server(Service& service, const HarnessOptions& options);
 
