@@ -12,9 +12,9 @@
 // The check runs on the arrival generator's thread, so it must cost next to nothing and
 // never stall: every late arrival it causes is a late request it then counts. So the
 // quantile z is computed once, the Wilson arithmetic and the arrival list are exercised
-// and touched before the measured region (a first call of cold code, e.g. a libm symbol
-// bound lazily, costs some 200 us of a simulated core), and the check's own cost is
-// measured and reported.
+// and touched before the measured region (in gem5 the first check's cold path, a libm
+// symbol bound lazily, lined up with a ~200 us stall of the generator), and the check's
+// own cost is measured and reported.
 #pragma once
 
 #include <atomic>
