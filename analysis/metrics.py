@@ -430,24 +430,17 @@ def _be_quota_line(out: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """The best-effort jobs' CPU quota (cpu.max, in cores), a line of its own beside the
     cores they may run on. While the quota is lifted (0) the line is their cores, and
     follows them when the manager changes them later."""
-    is_quota = (out["event"] == "be-quota") & out["value_cores"].notna()
-    keys = [k for k in by if k != "app"]
-    jobs = out.loc[is_quota, [*keys, "app"]].drop_duplicates()
-    rows = []
-    for job in jobs.itertuples(index=False):
-        match = np.ones(len(out), dtype=bool)
-        for column, value in zip([*keys, "app"], job, strict=True):
-            match &= (out[column] == value).to_numpy()
-        history = out[match].assign(is_quota=is_quota[match]).sort_values("t_s", kind="stable")
-        limit = None
-        for row in history.itertuples(index=False):
-            if row.is_quota:
-                limit = float(row.value_cores)
-            if limit is None:
-                continue  # no quota set yet: no line
-            rows.append({**dict(zip([*keys, "app"], job, strict=True)), "app": BE_QUOTA_LINE,
-                         "t_s": row.t_s, "cores": limit if limit > 0 else row.cores})
-    return pd.DataFrame(rows, columns=[*by, "t_s", "cores"])
+    quota = out["value_cores"].where((out["event"] == "be-quota") & out["value_cores"].notna())
+    lines = []
+    for _, history in out.assign(quota=quota).groupby(list(by), observed=True, sort=False):
+        if history["quota"].isna().all():
+            continue  # an app whose quota was never set: no line
+        history = history.sort_values("t_s", kind="stable")
+        limit = history["quota"].ffill()  # the quota in force at each of its rows
+        line = history.assign(app=BE_QUOTA_LINE, cores=limit.where(limit > 0, history["cores"]))
+        lines.append(line[limit.notna()])
+    return (pd.concat(lines)[[*by, "t_s", "cores"]] if lines
+            else pd.DataFrame(columns=[*by, "t_s", "cores"]))
 
 
 def latency_estimates(decisions: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
