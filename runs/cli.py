@@ -5,7 +5,7 @@
     pimcloud campaign status DIR [--watch]       done / running / failed / ETA
     pimcloud campaign resume DIR [--retry-failed]   go on after a stop, redoing nothing
     pimcloud campaign collect DIR                runs.csv, failures.csv
-    pimcloud campaign maxload SPEC --app APP [--start RPS]   knee under QoS by bisection
+    pimcloud campaign maxload SPEC --app APP [--start RPS] [--seeds N]   knee under QoS by bisection
     pimcloud quickstart                          kernel, image, checkpoint, a small campaign
 """
 
@@ -80,6 +80,9 @@ def register(subparsers: Any) -> None:
     maxload.add_argument("--start", type=float, help="first RPS to try (default max_rps)")
     maxload.add_argument("--tolerance", type=float, default=0.05,
                          help="stop when the knee is known within this fraction")
+    maxload.add_argument("--seeds", type=int, default=1,
+                         help="run the two loads that end the search at this many seeds "
+                         "each; a load meets QoS when most of its runs do (default 1)")
     maxload.add_argument("--out", type=Path)
     maxload.add_argument("--backend", choices=("auto", "gem5", "qemu"))
     _add_execution(maxload)
@@ -223,10 +226,12 @@ def _maxload(args: argparse.Namespace) -> int:
     def make_runs() -> None:
         _execute(campaign, args)
 
-    result = find_max_load(campaign, args.app, make_runs, args.start, args.tolerance)
+    result = find_max_load(campaign, args.app, make_runs, args.start, args.tolerance,
+                           seeds=args.seeds)
     hi = f"{result.first_miss_rps:g}" if result.first_miss_rps is not None else "not reached"
     print(f"max load of {args.app} under p99 <= {result.qos_ns / 1e6:g} ms: "
-          f"{result.max_load_rps:g} rps (first miss at {hi}; {len(result.probes)} points, "
+          f"{result.max_load_rps:g} rps (first miss at {hi}; {len(result.probes)} runs at "
+          f"{len(result.loads)} loads, "
           f"{result.reused} reused)")
     return 0
 

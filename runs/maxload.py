@@ -7,6 +7,14 @@ of earlier searches and sweep runs alike - counts as a known point before anythi
 run.  Probe loads are rounded to ``SIGNIFICANT`` digits so that searches meet on the same
 points.  The search ends when the highest load meeting QoS and the lowest missing it are
 within ``tolerance`` of each other.
+
+One run's verdict near the knee is noisy: a burst of a few dozen late requests (a guest
+timer, a page move) decides a p99 over a few thousand.  With ``seeds`` > 1 the two loads
+that end the search are each run at ``seeds`` seeds in all (the template's and the next
+ones, in parallel when the executor has the jobs), and a load meets QoS when more than
+half of its runs meet it (a tie is a miss); if that moves either end, the bisection goes
+on from the new bracket.  Loads in the middle of the search are run at the template's
+seed only, so the extra cost is at most ``2 x (seeds - 1)`` runs per bracket confirmed.
 """
 
 from __future__ import annotations
@@ -33,8 +41,12 @@ class MaxLoad:
     qos_ns: float
     max_load_rps: float  # highest load seen meeting QoS (0: none did)
     first_miss_rps: float | None  # lowest load seen missing it
-    probes: list[dict[str, Any]] = field(default_factory=list)  # rps, p99_ns, meets, run_id
-    reused: int = 0  # known points taken from finished runs
+    # One per run: rps, seed, p99_ns, meets_qos (that run's verdict), run_id, early_stop
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0  # known runs taken from finished runs
+    seeds: int = 1  # runs per load at the ends of the final bracket
+    # One per load: rps, runs, runs_meeting, meets_qos (the majority verdict)
+    loads: list[dict[str, Any]] = field(default_factory=list)
 
 
 def round_rps(value: float) -> float:
@@ -87,79 +99,105 @@ def describe(run_dir: Path, app: str) -> str:
     return ""
 
 
-def known_points(campaign: Campaign, app: str) -> dict[float, tuple[float, str]]:
-    """rps -> (p99, run id) of every finished run of ``app`` alone with the template's
-    manager, placement and seed."""
+# rps -> seed -> (p99, run id)
+Known = dict[float, dict[int, tuple[float, str]]]
+
+
+def known_points(campaign: Campaign, app: str, seeds: int = 1) -> Known:
+    """Every finished run of ``app`` alone with the template's manager and placement, at
+    the template's seed or one of the ``seeds - 1`` after it."""
     template = campaign.spec.scenario
-    points: dict[float, tuple[float, str]] = {}
+    wanted = range(template.seed, template.seed + seeds)
+    points: Known = {}
     for run_dir in sorted((campaign.dir.root / "runs").glob(f"*/{RUN_RECORD}")):
         record = json.loads(run_dir.read_text())
         if record.get("app") != app or any(record.get(k) != getattr(template, k)
-                                           for k in ("manager", "placement", "seed")):
+                                           for k in ("manager", "placement")):
             continue
-        if record.get("be"):
+        if record.get("be") or record.get("seed") not in wanted:
             continue
         p99 = p99_ns(run_dir.parent, app)
         if p99 is not None and isinstance(record.get("rps"), int | float):
-            points[float(record["rps"])] = (p99, record["run_id"])
+            points.setdefault(float(record["rps"]), {})[int(record["seed"])] = (
+                p99, record["run_id"])
     return points
 
 
 def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                   start_rps: float | None = None, tolerance: float = 0.05,
-                  log: Callable[[str], None] = print) -> MaxLoad:
+                  log: Callable[[str], None] = print, seeds: int = 1) -> MaxLoad:
     """Bisect on RPS until the knee is within ``tolerance``; ``make_runs`` makes every
-    pending run of the campaign (an executor)."""
+    pending run of the campaign (an executor).  ``seeds`` > 1 confirms the final
+    bracket's two loads with that many seeds each (module docstring)."""
     spec = campaign.spec
     app_spec = spec.apps.get(app)
     if app_spec is None or app_spec.qos_ns is None:
         raise CampaignError(f"{spec.source}: max-load search of {app} needs its QoS: add "
                             f'[apps.{app}] qos = "10ms"')
+    if seeds < 1:
+        raise CampaignError(f"max-load search of {app}: seeds is {seeds}; give 1 (each load "
+                            "once) or more (the final bracket's loads at that many seeds)")
     qos = app_spec.qos_ns
     start = start_rps or (app_spec.max_rps or 0.0)
     if start <= 0:
         raise CampaignError(f"max-load search of {app}: give --start RPS (or [apps.{app}] "
                             "max_rps) as a first guess")
-    result = MaxLoad(app, qos, 0.0, None)
+    first_seed = spec.scenario.seed
+    result = MaxLoad(app, qos, 0.0, None, seeds=seeds)
     if any(not campaign.dir.is_done(run.run_id) for run in campaign.runs()):
         # The campaign's pending runs go first (every probe would make them anyway): a
         # template of the app alone at the start load is then the first probe, not made
         # twice, on a fresh search or a resumed one.
         make_runs()
-    known = known_points(campaign, app)
-    result.reused = len(known)
+    known = known_points(campaign, app, seeds)
+    result.reused = sum(len(runs) for runs in known.values())
     if known:
-        log(f"maxload {app}: {len(known)} finished run(s) reused")
+        log(f"maxload {app}: {result.reused} finished run(s) reused")
+
+    def run_meets(rps: float, seed: int) -> bool:
+        p99, run_id = known[rps][seed]
+        return meets_qos(campaign.dir.run_dir(run_id), app, p99, qos)
 
     def meets(rps: float) -> bool:
-        p99, run_id = known[rps]
-        return meets_qos(campaign.dir.run_dir(run_id), app, p99, qos)
+        verdicts = [run_meets(rps, seed) for seed in known[rps]]
+        return 2 * sum(verdicts) > len(verdicts)
 
     def bounds() -> tuple[float, float | None]:
         lo = max((rps for rps in known if meets(rps)), default=0.0)
         misses = [rps for rps in known if not meets(rps) and rps > lo]
         return lo, min(misses, default=None)
 
+    def run_all(wanted: list[tuple[float, int]]) -> None:
+        """Make the runs of ``wanted`` (rps, seed) together, then read their p99s."""
+        points = [{"apps": [app], "rps": rps} | ({} if seed == first_seed else
+                                                  {"seed": seed}) for rps, seed in wanted]
+        campaign.add_points(points)
+        make_runs()
+        known.update(known_points(campaign, app, seeds))  # whatever else was finished
+        for (rps, seed), point in zip(wanted, points, strict=True):
+            run = campaign.spec.run_at(point)
+            if not campaign.dir.is_done(run.run_id):
+                raise CampaignError(f"max-load probe {run.run_id} failed; see "
+                                    f"{campaign.dir.failed_dir(run.run_id)}")
+            p99 = p99_ns(campaign.dir.run_dir(run.run_id), app)
+            if p99 is None:
+                raise CampaignError(f"max-load probe {run.run_id} left no lats.bin for {app}")
+            known.setdefault(rps, {})[seed] = (p99, run.run_id)
+            how = describe(campaign.dir.run_dir(run.run_id), app)
+            log(f"maxload {app}: {rps:g} rps" + (f" (seed {seed})" if seeds > 1 else "")
+                + f" -> p99 {p99 / 1e6:.3f} ms "
+                f"({'meets' if run_meets(rps, seed) else 'misses'} {qos / 1e6:g} ms)"
+                + (f": {how}" if how else ""))
+
     def probe(rps: float) -> None:
         rps = round_rps(rps)
-        if rps in known:
-            return
-        point = {"apps": [app], "rps": rps}
-        campaign.add_points([point])
-        run = campaign.spec.run_at(point)
-        make_runs()
-        known.update(known_points(campaign, app))  # whatever else the executor finished
-        if not campaign.dir.is_done(run.run_id):
-            raise CampaignError(f"max-load probe {run.run_id} failed; see "
-                                f"{campaign.dir.failed_dir(run.run_id)}")
-        p99 = p99_ns(campaign.dir.run_dir(run.run_id), app)
-        if p99 is None:
-            raise CampaignError(f"max-load probe {run.run_id} left no lats.bin for {app}")
-        known[rps] = (p99, run.run_id)
-        how = describe(campaign.dir.run_dir(run.run_id), app)
-        log(f"maxload {app}: {rps:g} rps -> p99 {p99 / 1e6:.3f} ms "
-            f"({'meets' if meets(rps) else 'misses'} {qos / 1e6:g} ms)"
-            + (f": {how}" if how else ""))
+        if rps not in known:
+            run_all([(rps, first_seed)])
+
+    def unconfirmed(*loads: float | None) -> list[tuple[float, int]]:
+        return [(rps, seed) for rps in loads if rps
+                for seed in range(first_seed, first_seed + seeds)
+                if seed not in known.get(rps, {})]
 
     if not known:
         probe(start)
@@ -173,17 +211,25 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                 break
             probe(hi / 2)
             continue
-        if hi - lo <= tolerance * hi:
-            break
         middle = round_rps((lo + hi) / 2)
-        if middle in known or middle in (lo, hi):
+        if hi - lo > tolerance * hi and middle not in known and middle not in (lo, hi):
+            probe(middle)
+            continue
+        missing = unconfirmed(lo, hi)
+        if not missing:
             break
-        probe(middle)
+        log(f"maxload {app}: confirming {lo:g} and {hi:g} rps with {seeds} seeds each")
+        run_all(missing)
     lo, hi = bounds()
     result.max_load_rps, result.first_miss_rps = lo, hi
-    result.probes = [{"rps": rps, "p99_ns": p99, "meets_qos": meets(rps), "run_id": run_id,
+    result.probes = [{"rps": rps, "seed": seed, "p99_ns": p99,
+                      "meets_qos": run_meets(rps, seed), "run_id": run_id,
                       "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app)}
-                     for rps, (p99, run_id) in sorted(known.items())]
+                     for rps, runs in sorted(known.items())
+                     for seed, (p99, run_id) in sorted(runs.items())]
+    result.loads = [{"rps": rps, "runs": len(runs),
+                     "runs_meeting": sum(run_meets(rps, seed) for seed in runs),
+                     "meets_qos": meets(rps)} for rps, runs in sorted(known.items())]
     atomic_write_text(campaign.dir.root / f"maxload-{app}.json",
                       json.dumps(asdict(result), indent=1) + "\n")
     return result

@@ -4,7 +4,7 @@
     pimcloud study run SPEC [--out DIR] [--only ...] [--services ...] [--jobs N]
                             [--executor local|slurm]
     pimcloud study status DIR
-    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05]
+    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05] [--seeds 3]
     pimcloud study report DIR [--reference [DIR]] [--screenshot]
 
 The top of the layers: it composes campaigns (runs) and their analysis.
@@ -223,7 +223,8 @@ def _validate(args: argparse.Namespace) -> int:
         def make_runs(campaign: Any = campaign) -> None:
             execute(campaign, "local", jobs=1, live=False)
 
-        result = find_max_load(campaign, service, make_runs, start, args.tolerance)
+        result = find_max_load(campaign, service, make_runs, start, args.tolerance,
+                               seeds=args.seeds)
         print(f"{cell.name}: measured max load {result.max_load_rps:g} rps "
               f"({len(result.probes)} points)")
     return 0
@@ -280,6 +281,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     validate.add_argument("study", type=Path)
     validate.add_argument("--cell", action="append", help="preset/service (repeatable)")
     validate.add_argument("--tolerance", type=float, default=0.1)
+    validate.add_argument("--seeds", type=int, default=1,
+                          help="confirm the final bracket's loads at this many seeds each")
     validate.set_defaults(handler=_validate)
     report = actions.add_parser("report", help="Fig. 2, Table III and the claims")
     report.add_argument("study", type=Path)

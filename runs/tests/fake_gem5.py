@@ -9,6 +9,8 @@ key: "ok", "crash" (SIGSEGV), "hang" (sleeps), "fail" (exit 1), "no-results", "s
 Attempts are counted in $FAKE_GEM5_STATE.  Each app serves ``capacity`` requests per
 second (M/M/1): $FAKE_GEM5_CAPACITY (JSON {app: rps}, default 1000).  $FAKE_GEM5_SLEEP
 adds host seconds to every restore; every invocation is appended to $FAKE_GEM5_STATE/calls.
+$FAKE_GEM5_BURST (JSON {"seed": S, "from_rps": R}) gives the runs of seed S at R rps or more
+a burst: one request in 30 answered a second late, as a run-to-run outlier near a knee.
 """
 
 import io
@@ -65,8 +67,10 @@ def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> by
     """Per app: lats.bin + requests.csv from an M/M/1 queue at the offered load."""
     files = {}
     rng = random.Random(scenario["seed"])
+    burst = json.loads(os.environ.get("FAKE_GEM5_BURST", "{}"))
     for app, params in scenario["apps"].items():
         rps = params["rps"]
+        bursts = burst.get("seed") == scenario["seed"] and rps >= burst.get("from_rps", 0)
         mu = float(capacity.get(app, 1000.0))
         n = max(50, min(2000, int(rps * scenario["measured_s"])))
         # Past saturation the queue grows: latency rises with the request's position.
@@ -78,7 +82,7 @@ def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> by
             t += rng.expovariate(rps)
             service = rng.expovariate(mu)
             sojourn = rng.expovariate(rate) + (i / rps) * max(0.0, rps / mu - 1)
-            sojourn = max(sojourn, service)
+            sojourn = max(sojourn, service) + (1.0 if bursts and i % 30 == 0 else 0.0)
             q, s, so = (int((sojourn - service) * 1e9), int(service * 1e9), int(sojourn * 1e9))
             records.append(struct.pack("<QQQ", q, s, so))
             start = int(t * 1e9)
