@@ -7,7 +7,8 @@ m5 resetstats, then a stats dump and the end of the run that gem5 itself schedul
 --window-ms after the next m5 call (so the window is that plus one exec of m5). A guest
 ``sleep`` would overshoot by the several milliseconds its wake-up, fork and exec take on
 detailed cores, and on 40 O3 cores each simulated millisecond costs minutes. From that
-dump: simulated microseconds per host second, and committed instructions per host second
+dump: simulated microseconds per host second (gem5's hostSeconds, a wall time: run it
+beside nothing busier than itself), and committed instructions per host second
 (the cores' commit counters of the window over hostSeconds).
 
     GEM5=/path/to/gem5.opt .venv/bin/python gem5-configs/bench/bench_presets.py \\
@@ -116,9 +117,12 @@ def bench_preset(name: str, out: Path, mem_divisor: int, window_ms: float) -> di
                   expects_results=False)  # the window's m5 exit ends the run first
     row: dict[str, Any] = {"preset": name, "cpus": cpu_count,
                            "boot_host_s": record["host_seconds"],
+                           "boot_cpu_s": record.get("cpu_seconds"),
                            "boot_sim_s": record["simulated_seconds"],
                            "boot_peak_rss_gib": record["peak_rss_bytes"] / 2**30,
-                           "restore_host_s": run.host_seconds, "ok": True}
+                           "restore_host_s": run.host_seconds,
+                           "restore_cpu_s": run.cpu_seconds, "gem5": str(inputs.gem5),
+                           "ok": True}
     stats = folder / "window" / "m5out" / "stats.txt"
     problems = list(run.problems)
     if not problems and (not stats.is_file() or stats.stat().st_size == 0):
@@ -150,13 +154,15 @@ def main() -> int:
             print(f"gem5 is not usable: {missing}", file=sys.stderr)
             return 2
         print(json.dumps(rows[-1]), flush=True)
-    print(f"\n{'preset':<12} {'cpus':>4} {'boot host s':>11} {'boot sim s':>10} "
+    print(f"\n{'preset':<12} {'cpus':>4} {'boot host s':>11} {'boot cpu s':>10} "
+          f"{'boot sim s':>10} "
           f"{'sim us/host s':>13} {'insts/host s':>12}")
     for row in rows:
         if not row.get("ok"):
             print(f"{row['preset']:<12} FAILED: {'; '.join(row.get('problems', []))[:200]}")
             continue
         print(f"{row['preset']:<12} {row['cpus']:>4} {row['boot_host_s']:>11.0f} "
+              f"{row.get('boot_cpu_s') or float('nan'):>10.0f} "
               f"{row['boot_sim_s']:>10.3f} {row['sim_us_per_host_s']:>13.1f} "
               f"{row['insts_per_host_s']:>12.3g}")
     return 0 if all(row.get("ok") for row in rows) else 1

@@ -100,6 +100,7 @@ class BootReport:
     clocksource: str | None
     problems: list[str] = field(default_factory=list)
     uptime_at_ready_s: float | None = None
+    cpu_seconds: float = 0.0  # gem5's own CPU time: host seconds beside other processes
 
     @property
     def simulated_seconds(self) -> float | None:
@@ -137,12 +138,13 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
         problems += node_mismatches(topology, nodes)
     result = BootReport(folder, not problems, round(done.host_seconds, 1),
                         last_tick(log_text), done.peak_rss_bytes, report.clocksource, problems,
-                        report.uptime_at_ready_s)
+                        report.uptime_at_ready_s, round(done.cpu_seconds, 1))
     record: dict[str, Any] = {
         "topology": inputs.topology, "mem_divisor": inputs.mem_divisor, "boot_cpu": boot_cpu,
         "counters": inputs.counters, "ok": result.ok,
         "tick": result.tick, "simulated_seconds": result.simulated_seconds,
-        "host_seconds": result.host_seconds, "peak_rss_bytes": result.peak_rss_bytes,
+        "host_seconds": result.host_seconds, "cpu_seconds": result.cpu_seconds,
+        "peak_rss_bytes": result.peak_rss_bytes,
         "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,
         "nodes": [asdict(node) for node in nodes], "problems": problems, "command": command,
         "gem5": str(inputs.gem5), "kernel": str(inputs.kernel), "image": str(inputs.image),
@@ -212,6 +214,7 @@ class RestoreReport:
     scenario_exit: int | None
     results: list[str]
     problems: list[str] = field(default_factory=list)
+    cpu_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -267,4 +270,4 @@ def restore(inputs: Gem5Inputs, checkpoint: Path, scenario_folder: Path, folder:
         problems.append("the guest sent no results.tar")
     return RestoreReport(folder, done.returncode, done.stopped_for, round(done.host_seconds, 1),
                          None if tick is None else tick / TICKS_PER_SECOND - start_s,
-                         report.scenario_exit, results, problems)
+                         report.scenario_exit, results, problems, round(done.cpu_seconds, 1))
