@@ -24,4 +24,6 @@ if __name__ == "__m5_main__":
         "isas": isas,
         "present": [name for name in REQUIRED + OPTIONAL if hasattr(m5.objects, name)],
         "missing": [name for name in REQUIRED if not hasattr(m5.objects, name)],
+        # 0 in a gem5.fast (NDEBUG too: its assertions are compiled out).
+        "tracing": bool(core.TRACING_ON),
     }), flush=True)

@@ -114,15 +114,16 @@ def input_digests_of(inputs: dict[str, str | None], cache: Path) -> dict[str, st
 
 
 def choose_backend(choice: str, log: Log, binary: str | None = None, counters: bool = False
-                   ) -> tuple[str, Path | None, str | None]:
-    """(backend, gem5 path, gem5 version): ``auto`` takes gem5 when $GEM5 (or the spec's
-    ``gem5.binary``) is usable (and holds PimCounters when the spec asks for them)."""
+                   ) -> tuple[str, Path | None, str | None, str | None]:
+    """(backend, gem5 path, gem5 version, gem5 build: opt or fast): ``auto`` takes gem5
+    when $GEM5 (or the spec's ``gem5.binary``) is usable (and holds PimCounters when the
+    spec asks for them)."""
     from pimcloud.gem5_runner import Gem5Missing, require_usable_gem5
 
     if choice == "qemu":
-        return "qemu", None, None
+        return "qemu", None, None, None
     if choice == "auto" and not (binary or os.environ.get("GEM5")):
-        return "qemu", None, None
+        return "qemu", None, None, None
     try:
         info = require_usable_gem5(binary)
         if counters and "PimCounters" not in info.present:
@@ -133,8 +134,12 @@ def choose_backend(choice: str, log: Log, binary: str | None = None, counters: b
         if choice == "gem5":
             raise CampaignError(f"backend gem5: {error}") from None
         log(f"gem5 is not usable ({error}); using the QEMU functional backend")
-        return "qemu", None, None
-    return "gem5", info.path, info.version
+        return "qemu", None, None, None
+    if not info.assertions:
+        from pimcloud.gem5_cli import FAST_BUILD_NOTE
+
+        log(f"note: {info.path} is {FAST_BUILD_NOTE}")
+    return "gem5", info.path, info.version, info.build
 
 
 def resolve_inputs(spec: CampaignSpec, backend: str, log: Log) -> dict[str, str | None]:
@@ -180,8 +185,8 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         campaign = Campaign(folder, spec, record)
         campaign.check_inputs()
         return campaign
-    chosen, gem5, version = choose_backend(backend or spec.backend, log, spec.gem5.binary,
-                                           spec.gem5.counters)
+    chosen, gem5, version, build = choose_backend(backend or spec.backend, log,
+                                                  spec.gem5.binary, spec.gem5.counters)
     if chosen == "gem5":
         if not spec.gem5.counters and any("migration" in run.scenario.dynamic
                                           for run in spec.runs()):
@@ -203,6 +208,7 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
         "timing": "architectural (gem5)" if chosen == "gem5" else FUNCTIONAL_NOTE,
         "gem5": str(gem5) if gem5 else None,
         "gem5_version": version,
+        "gem5_build": build,
         "inputs": inputs,
         "input_sha256": input_digests_of(inputs, root / ".digests.json"),
         "checkpoint_root": str((checkpoint_root or default_checkpoint_root()).resolve()),

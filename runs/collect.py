@@ -47,7 +47,7 @@ def collect(campaign: Campaign) -> tuple[Path, Path]:
         if record_path.is_file():
             execution = json.loads(record_path.read_text()).get("execution", {})
             for key in ("backend", "exit_cause", "host_seconds", "cpu_seconds",
-                        "simulated_seconds", "gem5_version", "spec_hash"):
+                        "simulated_seconds", "gem5_version", "gem5_build", "spec_hash"):
                 row[key] = execution.get(key)
         rows.append(row)
         for attempt in campaign.dir.failed_attempts(run.run_id):

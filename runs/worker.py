@@ -64,6 +64,7 @@ def execution_record(campaign: Campaign, run: Run, outcome: Outcome, attempt: in
         "backend": backend,
         "timing": campaign.record.get("timing"),
         "gem5_version": campaign.record.get("gem5_version"),
+        "gem5_build": campaign.record.get("gem5_build"),
         "gem5_sha256": gem5_sha256,
         "exit_cause": outcome.cause,
         "host_seconds": round(outcome.host_seconds, 3),

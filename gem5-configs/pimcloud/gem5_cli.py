@@ -56,6 +56,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "PimCounters; needs a gem5 built with them)")
 
 
+FAST_BUILD_NOTE = ("a fast build (gem5.fast): assertions and debug flags are compiled out, so "
+                   "a run that gem5.opt would stop at a failed assertion goes on with what "
+                   "that assertion guarded; check a new configuration with gem5.opt first "
+                   "(gem5-configs/README.md, 'gem5.fast')")
+
+
 def _check(args: argparse.Namespace) -> int:
     try:
         info = require_usable_gem5()
@@ -64,6 +70,8 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     print(f"{info.path}: gem5 {info.version}, ISAs {', '.join(info.isas)}, "
           f"holds {', '.join(info.present)}")
+    if not info.assertions:
+        print(FAST_BUILD_NOTE)
     return 0
 
 

@@ -28,6 +28,13 @@ class Gem5Info:
     isas: list[str]
     present: list[str]
     missing: list[str]
+    # False in a gem5.fast: assertions and debug flags are compiled out, so a run that
+    # gem5.opt stops at a failed assertion goes on (gem5-configs/README.md, "gem5.fast").
+    assertions: bool = True
+
+    @property
+    def build(self) -> str:
+        return "opt" if self.assertions else "fast"
 
 
 # Why everything that needs gem5 is skipped or refused without it: one text for all.
@@ -57,7 +64,7 @@ def inspect_gem5(timeout: float = 300, named: str | os.PathLike[str] | None = No
         if line.startswith("PIMCLOUD-GEM5-CHECK "):
             report = json.loads(line.split(" ", 1)[1])
             return Gem5Info(binary, report["version"], report["isas"], report["present"],
-                            report["missing"])
+                            report["missing"], bool(report.get("tracing", True)))
     raise Gem5Missing(f"{binary} did not run the check script (exit {done.returncode}):\n"
                       f"{(done.stdout + done.stderr)[-2000:]}")
 

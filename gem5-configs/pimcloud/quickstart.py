@@ -47,7 +47,7 @@ def quickstart(out: Path | None = None, backend: str = "auto", jobs: int = 0,
     from .runs.cli import adopt_checkpoint, execute
     from .runs.collect import collect
 
-    chosen, _, version = choose_backend(backend, print)
+    chosen, _, version, _ = choose_backend(backend, print)
     if chosen == "gem5":
         spec = CAMPAIGN_DIR / "quickstart.toml"
         print(f"quickstart: gem5 {version} ({spec.name}); the first run boots the paper "

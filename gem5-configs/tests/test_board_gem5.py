@@ -36,3 +36,15 @@ def test_preset_instantiates_in_gem5(
         capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "pimcloud: check ok:" in done.stdout
+
+
+def test_the_check_tells_a_fast_build_from_an_opt_one() -> None:
+    """gem5 names its builds gem5.opt (assertions and tracing on) and gem5.fast (both
+    compiled out); the check's answer must agree with the binary's own name."""
+    from pimcloud.gem5_runner import inspect_gem5
+
+    info = inspect_gem5()
+    name = Path(os.environ["GEM5"]).name
+    if name not in ("gem5.opt", "gem5.fast", "gem5.debug"):
+        pytest.skip(f"GEM5 is named {name}: not one of gem5's build names")
+    assert info.build == ("fast" if name == "gem5.fast" else "opt"), info

@@ -30,7 +30,8 @@ def check() -> int:
     present = ["PimAcpiTable", "PimHpet", "PimLinkRouter"]
     if os.environ.get("FAKE_GEM5_COUNTERS"):  # a gem5 built with the counters
         present.append("PimCounters")
-    report = {"version": "24.0.0.1", "isas": ["X86"], "present": present, "missing": []}
+    report = {"version": "24.0.0.1", "isas": ["X86"], "present": present, "missing": [],
+              "tracing": not os.environ.get("FAKE_GEM5_FAST")}  # a gem5.fast: no tracing
     print("PIMCLOUD-GEM5-CHECK " + json.dumps(report))
     return 0
 

@@ -27,6 +27,17 @@ RUN_IDS = ["load-0.2_manager-pimcloud", "load-0.2_manager-default",
            "load-0.5_manager-pimcloud", "load-0.5_manager-default"]
 
 
+def test_a_fast_build_is_named_in_the_records_and_the_log(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gem5.fast runs the bundle; the campaign says that its assertions are off."""
+    monkeypatch.setenv("FAKE_GEM5_FAST", "1")
+    said: list[str] = []
+    campaign = prepare_campaign(write_spec(), tmp_path / "out", log=said.append)
+    assert campaign.record["gem5_build"] == "fast"
+    assert any("assertions and debug flags are compiled out" in line for line in said), said
+
+
 def test_campaign_completes_from_one_checkpoint(
         fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
         gem5_calls: Callable[[str], list[list[str]]]) -> None:
@@ -45,6 +56,7 @@ def test_campaign_completes_from_one_checkpoint(
         assert execution["backend"] == "gem5" and execution["exit_cause"] == "m5-exit"
         assert execution["spec_hash"] == campaign.spec.spec_hash
         assert execution["gem5_version"] == "24.0.0.1" and execution["host_seconds"] > 0
+        assert execution["gem5_build"] == "opt"
         # The binary each run started with, so a gem5 rebuilt mid-campaign shows.
         wrapper = Path(campaign.record["gem5"])
         assert execution["gem5_sha256"] == hashlib.sha256(wrapper.read_bytes()).hexdigest()
