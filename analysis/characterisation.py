@@ -311,7 +311,9 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
         rows.append({"arch": result.cell.preset, "app": result.cell.service,
                      "qos_ns": float(data["qos_ns"]), "predicted_rps": predicted,
                      "measured_rps": measured, "first_miss_rps": miss,
-                     "probes": len(data.get("probes", [])),
+                     # loads probed (runs, with --seeds, can be more); older files: runs
+                     "probes": len(data.get("loads") or data.get("probes", [])),
+                     "runs": len(data.get("probes", [])),
                      "error": (predicted - measured) / measured if measured else np.nan})
     return pd.DataFrame(rows)
 

@@ -118,7 +118,7 @@ def choose_backend(choice: str, log: Log, binary: str | None = None, counters: b
     """(backend, gem5 path, gem5 version, gem5 build: opt or fast): ``auto`` takes gem5
     when $GEM5 (or the spec's ``gem5.binary``) is usable (and holds PimCounters when the
     spec asks for them)."""
-    from pimcloud.gem5_runner import Gem5Missing, require_usable_gem5
+    from pimcloud.gem5_runner import FAST_BUILD_NOTE, Gem5Missing, require_usable_gem5
 
     if choice == "qemu":
         return "qemu", None, None, None
@@ -136,8 +136,6 @@ def choose_backend(choice: str, log: Log, binary: str | None = None, counters: b
         log(f"gem5 is not usable ({error}); using the QEMU functional backend")
         return "qemu", None, None, None
     if not info.assertions:
-        from pimcloud.gem5_cli import FAST_BUILD_NOTE
-
         log(f"note: {info.path} is {FAST_BUILD_NOTE}")
     return "gem5", info.path, info.version, info.build
 

@@ -2,19 +2,21 @@
 
 A probe is an ordinary run of the campaign (the app alone at some RPS, the rest of the
 scenario as the spec's template says), so it is made, retried and resumed like any run,
-and every finished run of the app alone with the same manager, placement and seed - probes
-of earlier searches and sweep runs alike - counts as a known point before anything new is
-run.  Probe loads are rounded to ``SIGNIFICANT`` digits so that searches meet on the same
-points.  The search ends when the highest load meeting QoS and the lowest missing it are
-within ``tolerance`` of each other.
+and every finished run of the app alone with the same manager and placement at the
+search's seeds - probes of earlier searches and sweep runs alike - counts as a known point
+before anything new is run.  Probe loads are rounded to ``SIGNIFICANT`` digits so that
+searches meet on the same points.  The search ends when the highest load meeting QoS and
+the lowest missing it are within ``tolerance`` of each other.
 
 One run's verdict near the knee is noisy: a burst of a few dozen late requests (a guest
-timer, a page move) decides a p99 over a few thousand.  With ``seeds`` > 1 the two loads
-that end the search are each run at ``seeds`` seeds in all (the template's and the next
-ones, in parallel when the executor has the jobs), and a load meets QoS when more than
-half of its runs meet it (a tie is a miss); if that moves either end, the bisection goes
-on from the new bracket.  Loads in the middle of the search are run at the template's
-seed only, so the extra cost is at most ``2 x (seeds - 1)`` runs per bracket confirmed.
+timer, a page move) decides a p99 over a few thousand.  With ``seeds`` > 1 (the template's
+seed and the next ones) a load meets QoS when more than half of its runs meet it (a tie is
+a miss).  New loads are run at the template's seed alone until the search ends; then the
+highest load meeting QoS and every load above it up to the first miss that all seeds
+agree on are run at every seed, in one batch (in parallel when the executor has the
+jobs).  If that moves either end the bisection goes on, and once one seed has been
+outvoted every new load is run at every seed.  ``confirmed`` in the result says whether
+both ends have all their runs (an exhausted probe budget can leave them short).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class MaxLoad:
     probes: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0  # known runs taken from finished runs
     seeds: int = 1  # runs per load at the ends of the final bracket
+    confirmed: bool = True  # both ends have a run at every seed
     # One per load: rps, runs, runs_meeting, meets_qos (the majority verdict)
     loads: list[dict[str, Any]] = field(default_factory=list)
 
@@ -189,39 +192,61 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                 f"({'meets' if run_meets(rps, seed) else 'misses'} {qos / 1e6:g} ms)"
                 + (f": {how}" if how else ""))
 
+    all_seeds = range(first_seed, first_seed + seeds)
+    outvoted = False  # a seed was outvoted: new loads are run at every seed
+
     def probe(rps: float) -> None:
         rps = round_rps(rps)
         if rps not in known:
-            run_all([(rps, first_seed)])
+            run_all([(rps, seed) for seed in (all_seeds if outvoted else [first_seed])])
 
-    def unconfirmed(*loads: float | None) -> list[tuple[float, int]]:
-        return [(rps, seed) for rps in loads if rps
-                for seed in range(first_seed, first_seed + seeds)
-                if seed not in known.get(rps, {})]
+    def complete(rps: float) -> bool:
+        return all(seed in known.get(rps, {}) for seed in all_seeds)
 
-    if not known:
-        probe(start)
-    for _ in range(MAX_PROBES):
+    def to_confirm(lo: float, hi: float | None) -> list[float]:
+        """``lo`` and every load above it up to the first miss all seeds agree on."""
+        loads = [lo] if lo else []
+        for rps in sorted(r for r in known if r > lo):
+            loads.append(rps)
+            if not meets(rps) and complete(rps):
+                break
+        return [rps for rps in loads if not complete(rps)]
+
+    probes_made = 0
+    for _ in range(3 * MAX_PROBES):
+        if probes_made >= MAX_PROBES:
+            break
         lo, hi = bounds()
         if hi is None:  # nothing missed QoS yet: go up
             probe(max(lo * 2, start))
+            probes_made += 1
             continue
         if lo == 0.0 and min(known) >= hi:  # everything missed QoS: go down
             if hi / 2 < 1e-3:
                 break
             probe(hi / 2)
+            probes_made += 1
             continue
         middle = round_rps((lo + hi) / 2)
         if hi - lo > tolerance * hi and middle not in known and middle not in (lo, hi):
             probe(middle)
+            probes_made += 1
             continue
-        missing = unconfirmed(lo, hi)
-        if not missing:
+        loads = to_confirm(lo, hi)
+        if not loads:
             break
-        log(f"maxload {app}: confirming {lo:g} and {hi:g} rps with {seeds} seeds each")
-        run_all(missing)
+        log(f"maxload {app}: confirming {', '.join(f'{r:g}' for r in loads)} rps with "
+            f"{seeds} seeds each")
+        single = {rps: meets(rps) for rps in loads}
+        run_all([(rps, seed) for rps in loads for seed in all_seeds
+                 if seed not in known.get(rps, {})])
+        outvoted = outvoted or any(meets(rps) != verdict for rps, verdict in single.items())
     lo, hi = bounds()
     result.max_load_rps, result.first_miss_rps = lo, hi
+    result.confirmed = all(complete(rps) for rps in (lo, hi) if rps)
+    if not result.confirmed:
+        log(f"maxload {app}: warning: the search ended (probe budget or no load left) "
+            f"before {lo:g} and {hi} rps had runs at all {seeds} seeds: not confirmed")
     result.probes = [{"rps": rps, "seed": seed, "p99_ns": p99,
                       "meets_qos": run_meets(rps, seed), "run_id": run_id,
                       "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app)}

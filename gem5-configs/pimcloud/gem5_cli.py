@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .gem5_runner import Gem5Missing, require_usable_gem5
+from .gem5_runner import FAST_BUILD_NOTE, Gem5Missing, require_usable_gem5
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,20 +56,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "PimCounters; needs a gem5 built with them)")
 
 
-FAST_BUILD_NOTE = ("a fast build (gem5.fast): assertions and debug flags are compiled out, so "
-                   "a run that gem5.opt would stop at a failed assertion goes on with what "
-                   "that assertion guarded; check a new configuration with gem5.opt first "
-                   "(gem5-configs/README.md, 'gem5.fast')")
-
-
 def _check(args: argparse.Namespace) -> int:
     try:
         info = require_usable_gem5()
     except Gem5Missing as problem:
         print(f"gem5 is not usable: {problem}")
         return 2
-    print(f"{info.path}: gem5 {info.version}, ISAs {', '.join(info.isas)}, "
-          f"holds {', '.join(info.present)}")
+    print(f"{info.path}: gem5 {info.version} ({info.build} build), ISAs "
+          f"{', '.join(info.isas)}, holds {', '.join(info.present)}")
     if not info.assertions:
         print(FAST_BUILD_NOTE)
     return 0

@@ -37,6 +37,12 @@ class Gem5Info:
         return "opt" if self.assertions else "fast"
 
 
+# What a gem5.fast gives up, said by `gem5 check` and by a campaign that runs one.
+FAST_BUILD_NOTE = ("a fast build (gem5.fast): assertions and debug flags are compiled out, "
+                   "so a run that gem5.opt would stop at a failed assertion goes on with "
+                   "what that assertion guarded; check a new configuration with gem5.opt "
+                   "first (gem5-configs/README.md, 'gem5.fast')")
+
 # Why everything that needs gem5 is skipped or refused without it: one text for all.
 NO_GEM5 = ("GEM5 is not set: point it at a gem5.opt (v24.0.0.1, X86) built with "
            f"EXTRAS={GEM5_CONFIGS.parent / 'scons-extra'}")

@@ -226,7 +226,7 @@ def _validate(args: argparse.Namespace) -> int:
         result = find_max_load(campaign, service, make_runs, start, args.tolerance,
                                seeds=args.seeds)
         print(f"{cell.name}: measured max load {result.max_load_rps:g} rps "
-              f"({len(result.probes)} points)")
+              f"({len(result.probes)} runs at {len(result.loads)} loads)")
     return 0
 
 

@@ -43,8 +43,8 @@ def test_the_check_tells_a_fast_build_from_an_opt_one() -> None:
     compiled out); the check's answer must agree with the binary's own name."""
     from pimcloud.gem5_runner import inspect_gem5
 
-    info = inspect_gem5()
     name = Path(os.environ["GEM5"]).name
     if name not in ("gem5.opt", "gem5.fast", "gem5.debug"):
         pytest.skip(f"GEM5 is named {name}: not one of gem5's build names")
+    info = inspect_gem5()
     assert info.build == ("fast" if name == "gem5.fast" else "opt"), info

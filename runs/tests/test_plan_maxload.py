@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
-from pimcloud.runs.maxload import find_max_load
+from pimcloud.runs.maxload import MaxLoad, find_max_load
 from pimcloud.runs.speeds import record_speed, speed_of
 
 
@@ -132,41 +132,62 @@ def test_max_load_with_early_stop_finds_the_same_knee(
     assert found[True].max_load_rps == found[False].max_load_rps
 
 
+def _search_with_a_burst(write_spec: Callable[..., Path], tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch, burst_from: float, seeds: int
+                         ) -> tuple[MaxLoad, list[str]]:
+    """kvstore served at 1000 rps (a 20 ms QoS is met up to 770 rps), the template's seed
+    with a burst from ``burst_from`` rps on; the search from 400 rps."""
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    monkeypatch.setenv("FAKE_GEM5_BURST", json.dumps({"seed": 1, "from_rps": burst_from}))
+    name = f"burst{burst_from:g}-seeds{seeds}"
+    spec = write_spec(name, extra="")
+    text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
+    text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
+                        "\"default\"]\n", "")
+    spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.4'))
+    campaign = prepare_campaign(spec, tmp_path / name)
+    assert campaign.spec.scenario.seed == 1
+    said: list[str] = []
+    result = find_max_load(
+        campaign, "kvstore", lambda: execute(campaign, "local", jobs=2, live=False),
+        start_rps=400, tolerance=0.05, log=said.append, seeds=seeds)
+    by_load = {load["rps"]: load for load in result.loads}
+    assert result.first_miss_rps is not None
+    assert result.first_miss_rps - result.max_load_rps <= 0.05 * result.first_miss_rps
+    assert result.confirmed, said
+    for end in (result.max_load_rps, result.first_miss_rps):
+        assert by_load[end]["runs"] == seeds, result.loads
+    assert len(result.probes) == sum(load["runs"] for load in result.loads)
+    assert any("confirming" in line for line in said) == (seeds > 1)
+    return result, said
+
+
 def test_a_burst_in_one_run_near_the_knee_is_outvoted_by_more_seeds(
         fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The template's seed has a burst from 700 rps on (a knee at 770 without it): one run
-    per load ends the search below 700; three seeds per final load outvote the burst."""
-    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
-    monkeypatch.setenv("FAKE_GEM5_BURST", json.dumps({"seed": 1, "from_rps": 700}))
-    found = {}
-    for seeds in (1, 3):
-        spec = write_spec(f"seeds{seeds}", extra="")
-        text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
-        text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
-                            "\"default\"]\n", "")
-        spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.4'))
-        campaign = prepare_campaign(spec, tmp_path / f"out{seeds}")
-        assert campaign.spec.scenario.seed == 1
-        said: list[str] = []
-        found[seeds] = find_max_load(
-            campaign, "kvstore", lambda c=campaign: execute(c, "local", jobs=2, live=False),
-            start_rps=400, tolerance=0.05, log=said.append, seeds=seeds)
-        result = found[seeds]
-        by_load = {load["rps"]: load for load in result.loads}
-        assert result.first_miss_rps is not None
-        assert result.first_miss_rps - result.max_load_rps <= 0.05 * result.first_miss_rps
-        for end in (result.max_load_rps, result.first_miss_rps):
-            assert by_load[end]["runs"] == seeds, result.loads
-        assert len(result.probes) == sum(load["runs"] for load in result.loads)
-        assert any("confirming" in line for line in said) == (seeds > 1)
-    assert found[1].max_load_rps < 700 <= found[1].first_miss_rps
-    assert 700 <= found[3].max_load_rps <= 800, found[3].loads
+    """A burst from 700 rps on: one run per load ends the search below 700; three seeds
+    per final load outvote the burst."""
+    one, _ = _search_with_a_burst(write_spec, tmp_path, monkeypatch, 700, 1)
+    three, _ = _search_with_a_burst(write_spec, tmp_path, monkeypatch, 700, 3)
+    assert one.max_load_rps < 700 <= one.first_miss_rps
+    assert 700 <= three.max_load_rps <= 800, three.loads
     # The burst's runs are in the record, outvoted: some of seed 1's runs missed at loads
     # that meet.
-    outvoted = [p for p in found[3].probes if p["seed"] == 1 and not p["meets_qos"]
-                and p["rps"] <= found[3].max_load_rps]
-    assert outvoted, found[3].probes
+    outvoted = [p for p in three.probes if p["seed"] == 1 and not p["meets_qos"]
+                and p["rps"] <= three.max_load_rps]
+    assert outvoted, three.probes
+
+
+def test_a_seed_bad_at_every_load_is_outvoted_without_a_crawl(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template's seed misses from the start load on: once it is outvoted every new
+    load runs at every seed, and the search still ends confirmed near the knee, in a
+    bounded number of runs (not one confirmation per load above the first bracket)."""
+    result, said = _search_with_a_burst(write_spec, tmp_path, monkeypatch, 400, 3)
+    assert 650 <= result.max_load_rps <= 800, result.loads
+    assert len(result.probes) <= 45, result.loads
+    assert not any("warning" in line for line in said)
 
 
 def test_seeds_below_one_are_refused(fake_gem5: Path, write_spec: Callable[..., Path],
