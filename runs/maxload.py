@@ -131,7 +131,7 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                   log: Callable[[str], None] = print, seeds: int = 1) -> MaxLoad:
     """Bisect on RPS until the knee is within ``tolerance``; ``make_runs`` makes every
     pending run of the campaign (an executor).  ``seeds`` > 1 confirms the final
-    bracket's two loads with that many seeds each (module docstring)."""
+    bracket with that many seeds a load (module docstring)."""
     spec = campaign.spec
     app_spec = spec.apps.get(app)
     if app_spec is None or app_spec.qos_ns is None:
@@ -203,7 +203,7 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     def complete(rps: float) -> bool:
         return all(seed in known.get(rps, {}) for seed in all_seeds)
 
-    def to_confirm(lo: float, hi: float | None) -> list[float]:
+    def to_confirm(lo: float) -> list[float]:
         """``lo`` and every load above it up to the first miss all seeds agree on."""
         loads = [lo] if lo else []
         for rps in sorted(r for r in known if r > lo):
@@ -232,7 +232,7 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
             probe(middle)
             probes_made += 1
             continue
-        loads = to_confirm(lo, hi)
+        loads = to_confirm(lo)
         if not loads:
             break
         log(f"maxload {app}: confirming {', '.join(f'{r:g}' for r in loads)} rps with "
@@ -246,7 +246,8 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     result.confirmed = all(complete(rps) for rps in (lo, hi) if rps)
     if not result.confirmed:
         log(f"maxload {app}: warning: the search ended (probe budget or no load left) "
-            f"before {lo:g} and {hi} rps had runs at all {seeds} seeds: not confirmed")
+            f"before its ends ({lo:g} and {hi if hi is None else f'{hi:g}'} rps) had runs at "
+            f"all {seeds} seeds: not confirmed")
     result.probes = [{"rps": rps, "seed": seed, "p99_ns": p99,
                       "meets_qos": run_meets(rps, seed), "run_id": run_id,
                       "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app)}

@@ -253,3 +253,23 @@ def test_runs_with_best_effort_jobs_have_speeds_of_their_own(
     assert min(plain.per_run.values()) == pytest.approx(60 + run_s * 4000)
     assert min(be.per_run.values()) == pytest.approx(60 + run_s * 30000)
     assert "gem5/restore-be/paper" in be.speeds and "gem5/restore/paper" not in be.speeds
+
+
+def test_a_search_out_of_probes_says_it_is_not_confirmed(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pimcloud.runs.maxload as maxload
+
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    monkeypatch.setattr(maxload, "MAX_PROBES", 2)
+    spec = write_spec(extra="")
+    spec.write_text(spec.read_text().replace('qos = "5ms"', 'qos = "20ms"'))
+    campaign = prepare_campaign(spec, tmp_path / "out")
+    said: list[str] = []
+    result = find_max_load(campaign, "kvstore",
+                           lambda: execute(campaign, "local", jobs=2, live=False),
+                           start_rps=400, log=said.append, seeds=3)
+    assert not result.confirmed
+    assert any("not confirmed" in line for line in said), said
+    saved = json.loads((tmp_path / "out" / "maxload-kvstore.json").read_text())
+    assert saved["confirmed"] is False
