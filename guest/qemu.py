@@ -64,6 +64,8 @@ Log = Callable[[str], None]
 GUEST_DIR = Path(__file__).resolve().parent
 INIT_SCRIPT = GUEST_DIR / "init" / "pimcloud-init"
 M5_SOURCES = (GUEST_DIR / "m5" / "m5.c", GUEST_DIR / "m5" / "m5ops.c")
+RNG_SEED_SOURCES = (GUEST_DIR / "m5" / "pimcloud-rng-seed.c", GUEST_DIR / "m5" / "m5ops.c")
+M5_HEADER = GUEST_DIR / "m5" / "m5ops.h"
 BUSYBOX = Path("/bin/busybox")
 QEMU = "qemu-system-x86_64"
 GIB = 1 << 30
@@ -72,6 +74,7 @@ DEFAULT_NODE_LIMIT = GIB
 # Paths inside the guest (the root image installs the same ones).
 GUEST_INIT = "/sbin/pimcloud-init"
 GUEST_M5 = "/sbin/m5"
+GUEST_RNG_SEED = "/sbin/pimcloud-rng-seed"
 SHARE_TAG = "pimcloud"
 SHARE_MOUNT = "pimcloud/host"
 # Options a kernel needs built in for the 9p share and for a virtio root disk.
@@ -169,28 +172,39 @@ def m5_binary(log: Log) -> Path:
     configured = os.environ.get("PIMCLOUD_M5")
     if configured:
         return Path(configured)
-    built = build_dir() / "guest" / "m5" / "m5"
-    newest_source = max(source.stat().st_mtime for source in M5_SOURCES)
+    return static_guest_tool("m5", M5_SOURCES, log)
+
+
+def rng_seed_binary(log: Log) -> Path:
+    """The static pimcloud-rng-seed (the init makes the kernel's CRNG ready with it)."""
+    return static_guest_tool("pimcloud-rng-seed", RNG_SEED_SOURCES, log)
+
+
+def static_guest_tool(name: str, sources: tuple[Path, ...], log: Log) -> Path:
+    """A static program of guest/m5: the CMake build, or compiled into the cache."""
+    built = build_dir() / "guest" / "m5" / name
+    newest_source = max(source.stat().st_mtime for source in (*sources, M5_HEADER))
     if built.is_file() and built.stat().st_mtime >= newest_source:
         return built
-    cached = cache_dir() / "m5" / "m5"
+    cached = cache_dir() / "m5" / name
     if cached.is_file() and cached.stat().st_mtime >= newest_source:
         return cached
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise QemuRunError("no C compiler for the m5 command: install Debian's gcc, or build "
-                           "it with 'make cxx'")
-    log(f"qemu: compiling m5 into {cached}")
+        raise QemuRunError(f"no C compiler for the guest's {name}: install Debian's gcc, or "
+                           "build it with 'make cxx'")
+    log(f"qemu: compiling {name} into {cached}")
     cached.parent.mkdir(parents=True, exist_ok=True)
     scratch = cached.with_suffix(".tmp")
     subprocess.run([compiler, "-std=c11", "-O2", "-static", "-o", str(scratch),
-                    *map(str, M5_SOURCES)], check=True)
+                    *map(str, sources)], check=True)
     scratch.replace(cached)
     return cached
 
 
-def base_initramfs(m5: Path) -> bytes:
-    """busybox-static with every applet linked, our init and m5, the folders init uses."""
+def base_initramfs(m5: Path, rng_seed: Path) -> bytes:
+    """busybox-static with every applet linked, our init, m5 and pimcloud-rng-seed, the
+    folders init uses."""
     if not BUSYBOX.is_file():
         raise QemuRunError(f"{BUSYBOX} is missing: install Debian's busybox-static")
     applets = subprocess.run([str(BUSYBOX), "--list-full"], check=True, capture_output=True,
@@ -202,6 +216,7 @@ def base_initramfs(m5: Path) -> bytes:
     entries += [
         cpio.regular(GUEST_INIT, INIT_SCRIPT.read_bytes(), executable=True),
         cpio.regular(GUEST_M5, m5.read_bytes(), executable=True),
+        cpio.regular(GUEST_RNG_SEED, rng_seed.read_bytes(), executable=True),
         *(cpio.directory(d) for d in ("dev", "proc", "sys", "tmp", "run", "results", "etc",
                                       f"{SHARE_MOUNT}/out")),
     ]
@@ -274,6 +289,7 @@ class RunResult:
     nodes: list[dict[str, object]] = field(default_factory=list)
     clocksource: str | None = None
     numa_balancing: str | None = None
+    crng_ready: bool | None = None
     cgroup_controllers: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -410,7 +426,10 @@ def run_scenario(topology_name: str, scenario_path: Path, *, kernel: Path | None
         initrd_path: Path | None = None
         if image is None or initrd is not None:
             initrd_path = scratch / "initrd.cpio"
-            base = initrd.read_bytes() if initrd else base_initramfs(m5_binary(log))
+            if initrd:
+                base = initrd.read_bytes()
+            else:
+                base = base_initramfs(m5_binary(log), rng_seed_binary(log))
             extra = scenario_initramfs(scenario) if share == "initramfs" else b""
             initrd_path.write_bytes(base + extra)
         share_dir: Path | None = None
@@ -464,6 +483,7 @@ def run_scenario(topology_name: str, scenario_path: Path, *, kernel: Path | None
         fail_code=report.fail_code, started=started, times=times,
         nodes=[asdict(node) for node in report.nodes], clocksource=report.clocksource,
         numa_balancing=report.numa_balancing,
+        crng_ready=report.crng_ready,
         cgroup_controllers=list(report.cgroup_controllers), results=results, problems=problems,
         warnings=list(report.init_warnings),
         console_tail=_tail(text))

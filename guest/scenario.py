@@ -167,6 +167,7 @@ class ConsoleReport:
     available_clocksources: tuple[str, ...] = ()
     numa_balancing: str | None = None
     cgroup_controllers: tuple[str, ...] = ()
+    crng_ready: bool | None = None  # the kernel's CRNG after the init's seeding
     scenario_exit: int | None = None
     fail_code: int | None = None
     m5_exit: bool = False
@@ -235,6 +236,8 @@ def parse_console(text: str) -> ConsoleReport:
         elif word == "pimcloud-cgroup":
             report.cgroup_controllers = tuple(
                 filter(None, values.get("controllers", "").split(",")))
+        elif word == "pimcloud-rng":
+            report.crng_ready = values.get("crng") == "ready"
         elif word == "pimcloud-ready":
             report.uptime_at_ready_s = _uptime(line)
         elif word == "pimcloud-scenario-begin":

@@ -132,6 +132,12 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
                         + "\n".join(log_text.splitlines()[-15:]))
     topology = load_topology(inputs.topology).with_memory_divided(inputs.mem_divisor)
     nodes: list[GuestNode] = list(report.nodes)
+    if report.crng_ready is False:
+        # Every run restored from it would spin for a simulated second in the kernel's
+        # jitter-entropy loop at its first read of /dev/urandom (guest/init/README.md).
+        problems.append("the guest kernel's CRNG is not ready at the checkpoint "
+                        "(pimcloud-rng crng=not-ready): see the init's lines in "
+                        f"{folder}/m5out/board.pc.com_1.device")
     if not nodes:
         problems.append("the guest printed no pimcloud-node lines before its checkpoint")
     else:
@@ -146,6 +152,7 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
         "host_seconds": result.host_seconds, "cpu_seconds": result.cpu_seconds,
         "peak_rss_bytes": result.peak_rss_bytes,
         "clocksource": result.clocksource, "guest_uptime_at_ready_s": report.uptime_at_ready_s,
+        "crng_ready": report.crng_ready,
         "nodes": [asdict(node) for node in nodes], "problems": problems, "command": command,
         "gem5": str(inputs.gem5), "kernel": str(inputs.kernel), "image": str(inputs.image),
         "input_sha256": digests,

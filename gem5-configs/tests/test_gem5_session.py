@@ -43,10 +43,11 @@ print("pimcloud: exit at tick 2500000000000 (9 s host): m5_exit instruction enco
 '''
 
 
-def _console(topology_name: str, break_distance: bool = False) -> str:
+def _console(topology_name: str, break_distance: bool = False, crng: str = "ready") -> str:
     topology = load_topology(topology_name)
     slit = slit_distances(topology)
-    lines = ["pimcloud-init uptime_s=1.5", "pimcloud-clocksource hpet available=hpet,tsc"]
+    lines = ["pimcloud-init uptime_s=1.5", f"pimcloud-rng crng={crng} was_ready=0 seed=1",
+             "pimcloud-clocksource hpet available=hpet,tsc"]
     for node in numa_nodes(topology):
         distances = list(slit[node.node_id])
         if break_distance and node.node_id == 1:
@@ -85,6 +86,7 @@ def test_boot_checks_the_guest_nodes_and_restore_returns_results(
     assert report.tick == 2 * 10**12 and report.clocksource == "hpet"
     record = read_boot(tmp_path / "ckpt-paper")
     assert record["simulated_seconds"] == 2.0 and len(record["nodes"]) == 3
+    assert record["crng_ready"] is True
     assert record["input_sha256"] == {
         "kernel": hashlib.sha256(b"kernel").hexdigest(),
         "image": hashlib.sha256(b"image").hexdigest()}
@@ -102,6 +104,14 @@ def test_boot_checks_the_guest_nodes_and_restore_returns_results(
     (tmp_path / "root.ext4").write_text("image, rebuilt")
     with pytest.raises(ValueError, match="the image changed since this boot"):
         restore(fake_gem5, tmp_path / "ckpt-paper", scenario, tmp_path / "run2")
+
+
+def test_a_guest_whose_crng_is_not_ready_fails_the_boot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_gem5: Gem5Inputs) -> None:
+    _set_console(tmp_path, monkeypatch, _console("paper", crng="not-ready"))
+    report = boot(fake_gem5, tmp_path / "ckpt")
+    assert not report.ok
+    assert any("CRNG is not ready" in problem for problem in report.problems), report.problems
 
 
 def test_a_guest_layout_unlike_the_model_fails_the_boot(

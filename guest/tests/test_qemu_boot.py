@@ -81,6 +81,7 @@ def test_paper_boots_with_the_model_layout_and_runs_a_scenario(tmp_path: Path,
     assert result.share == ("initramfs" if which == "stock" else "9p")
     assert result.clocksource == "tsc"
     assert result.numa_balancing == "0"
+    assert result.crng_ready is True  # pimcloud-rng-seed ran in the init
     results = run_dir / "results"
     assert (results / "echo.txt").read_text() == f"token {token}\n"
     assert (results / "deep/er/answer.txt").read_text() == "42\n"

@@ -76,11 +76,11 @@ def test_qemu_command_has_the_topology_and_no_kvm(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None or not qemu.BUSYBOX.exists(),
                     reason="needs a C compiler and busybox-static")
-def test_base_initramfs_holds_busybox_init_and_m5(tmp_path: Path) -> None:
-    m5 = qemu.m5_binary(print)
-    archive = qemu.base_initramfs(m5)
+def test_base_initramfs_holds_busybox_init_m5_and_the_rng_seed(tmp_path: Path) -> None:
+    archive = qemu.base_initramfs(qemu.m5_binary(print), qemu.rng_seed_binary(print))
     assert archive.startswith(b"070701")
-    for name in (b"bin/busybox\0", b"sbin/pimcloud-init\0", b"sbin/m5\0", b"bin/sh\0",
+    for name in (b"bin/busybox\0", b"sbin/pimcloud-init\0", b"sbin/m5\0",
+                 b"sbin/pimcloud-rng-seed\0", b"bin/sh\0",
                  b"pimcloud/host/out\0", b"TRAILER!!!\0"):
         assert name in archive, name
     assert qemu.INIT_SCRIPT.read_bytes() in archive

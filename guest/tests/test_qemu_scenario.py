@@ -110,6 +110,7 @@ CONSOLE = """\
 [    6.9] Run /sbin/pimcloud-init as init process
 pimcloud-init backend=qemu share=initramfs uptime_s=7.63
 pimcloud-sysctl kernel.numa_balancing=0
+pimcloud-rng crng=ready was_ready=0 seed=1
 pimcloud-node 0 cpus=0-3 present_kib=0 memtotal_kib=0 distance=10,15,15
 [    7.7] random: crng init done
 pimcloud-node 1 cpus=4-11 present_kib=1048184 memtotal_kib=983720 distance=15,10,13
@@ -137,6 +138,7 @@ def test_console_lines_are_parsed() -> None:
     assert report.clocksource == "tsc"
     assert report.available_clocksources == ("tsc", "hpet", "acpi_pm")
     assert report.numa_balancing == "0"
+    assert report.crng_ready is True
     assert report.cgroup_controllers == ("cpuset", "cpu", "memory")
     assert report.init_warnings == ["cannot mount tmpfs on /run"]
     assert report.scenario_exit == 3
