@@ -51,6 +51,7 @@ class CellResult:
     host_seconds: float  # of the sampled run (gem5 host time, app checkpoint excluded)
     folder: Path  # the cell's campaign
     setup_host_seconds: float = float("nan")  # of its app checkpoint (shared by its runs)
+    carried: bool = False  # made by an earlier study part: from the reference's samples
 
     @property
     def queue(self) -> MGk:
@@ -151,6 +152,51 @@ def read_study(study: StudySpec, root: Path) -> list[CellResult]:
     return found
 
 
+# The reference keeps each cell's sampled times on a worker (one row a request), so that a
+# later part re-models its cells like its own: under another QoS (a new arch1 knee, or
+# ``--qos table2``) instead of carrying max loads judged at the old one.
+SAMPLE_KEY = ["preset", "app", "placement", "dynamic"]
+
+
+def samples_table(results: list[CellResult]) -> pd.DataFrame:
+    """The cells' sampled times on a worker, a row a request, with what the model and the
+    report need of each cell besides (cores, sampled load, host times)."""
+    frames = [pd.DataFrame({
+        "preset": r.cell.preset, "app": r.cell.service, "placement": r.cell.placement,
+        "dynamic": r.cell.dynamic, "cores": r.cell.cores, "core_type": r.cell.core_type,
+        "sample_rps": r.cell.sample_rps, "host_seconds": r.host_seconds,
+        "setup_host_seconds": r.setup_host_seconds,
+        "occupied_ns": np.round(r.service_ns).astype(np.int64)}) for r in results]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Path,
+                         made: set[str]) -> list[CellResult]:
+    """The reference's cells that have samples, as results of this report (marked
+    ``carried``), except those named in ``made`` (this study made them again)."""
+    if samples.empty:
+        return []
+    points = points.drop(columns=["carried"], errors="ignore")
+    for column, default in (("placement", "ft"), ("dynamic", "none")):
+        if len(points) and column not in points.columns:
+            points = points.assign(**{column: default})
+    found = []
+    for key, group in samples.groupby(SAMPLE_KEY, sort=True):
+        first = group.iloc[0]
+        cell = Cell(str(first["preset"]), str(first["app"]), int(first["cores"]),
+                    str(first["core_type"]), float(first["sample_rps"]),
+                    str(first["placement"]), str(first["dynamic"]))
+        if cell.name in made:
+            continue
+        mine = points[(points[SAMPLE_KEY].astype(str) == [str(k) for k in key]).all(axis=1)] \
+            if len(points) else points
+        found.append(CellResult(cell, group["occupied_ns"].to_numpy(dtype=float),
+                                mine.sort_values("rps") if len(mine) else mine,
+                                float(first["host_seconds"]), folder,
+                                float(first["setup_host_seconds"]), carried=True))
+    return found
+
+
 def predicted_max_load(folder: Path, cell: Cell, qos_ns: float) -> float:
     """The model's max load of a cell at ``qos_ns`` (where a direct max-load search of the
     cell starts)."""
@@ -171,7 +217,8 @@ def curves(results: list[CellResult]) -> pd.DataFrame:
         for utilisation, (rps, p99) in zip(CURVE_UTILISATIONS,
                                            queue.curve(CURVE_UTILISATIONS), strict=True):
             rows.append({"arch": result.cell.preset, "app": result.cell.service,
-                         "utilisation": float(utilisation), "rps": rps, "p99_ns": p99})
+                         "utilisation": float(utilisation), "rps": rps, "p99_ns": p99,
+                         "carried": result.carried})
     return pd.DataFrame(rows)
 
 
@@ -287,7 +334,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "sample_p99_ns": measured, "model_p99_at_sample_ns": at_sample,
                      "model_valid": valid,
                      "sample_host_seconds": result.host_seconds,
-                     "setup_host_seconds": result.setup_host_seconds})
+                     "setup_host_seconds": result.setup_host_seconds,
+                     "carried": result.carried})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
@@ -363,9 +411,10 @@ def check_carried_qos(rows: pd.DataFrame, qos: pd.DataFrame) -> None:
 
 
 def with_carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """``ours`` and the reference's other cells, each row marked ``carried`` or not."""
+    """``ours`` and the reference's other cells, each row marked ``carried`` or not (rows
+    of ours re-modelled from the reference's samples say so themselves)."""
     extra = carried(name, ours, reference).assign(carried=True)
-    if len(ours):
+    if len(ours) and "carried" not in ours.columns:
         ours = ours.assign(carried=False)
     if extra.empty:
         return ours
@@ -591,14 +640,17 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     results = read_study(study, root)
-    points = pd.concat([r.points for r in results], ignore_index=True) if results else \
-        pd.DataFrame()
+    # Into the reference: its cells this study did not make stay, re-modelled from their
+    # samples (or, made before the reference kept samples, as their own model rows), and
+    # QoS comes from arch1's curve wherever it is.
+    ref = {name: read_reference(name, reference) if reference is not None else pd.DataFrame()
+           for name in (*CELL_KEYS, "samples")}
+    results += results_from_samples(ref["samples"], ref["points"], reference or root,
+                                    {r.cell.name for r in results})
+    points = pd.concat([r.points.assign(carried=r.carried) for r in results if len(r.points)],
+                       ignore_index=True) if results else pd.DataFrame()
     first_touch = [r for r in results if _static_ft(r)]  # Fig. 2, Table III
     curve_frame = curves(first_touch)
-    # Into the reference: its cells this study did not make stay (their own model rows),
-    # and QoS comes from arch1's curve wherever it is.
-    ref = {name: read_reference(name, reference) if reference is not None else pd.DataFrame()
-           for name in CELL_KEYS}
     curve_frame = with_carried("curves", curve_frame, ref["curves"])
     qos = qos_targets(curve_frame, qos_how) if len(curve_frame) else pd.DataFrame(
         columns=["app", "qos_ns"])
@@ -613,7 +665,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     valid = with_carried("validation", validation(first_touch, qos), ref["validation"])
     tables = {"points": points, "curves": curve_frame, "qos": qos, "table_iii": table,
               "placement": placement, "claims": checks, "spearman": ranks,
-              "validation": valid, "paper_table_iii": paper_table_iii()}
+              "validation": valid, "samples": samples_table(results),
+              "paper_table_iii": paper_table_iii()}
     for name, frame in tables.items():
         atomic_write_text(out / "tables" / f"{name}.csv", frame.to_csv(index=False))
     drawn = []

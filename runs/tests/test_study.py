@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,6 +16,7 @@ import pytest
 from pimcloud.runs.spec import parse_spec
 from pimcloud.runs.study import StudyError, load_study, parse_study, to_toml
 from pimcloud.study_cli import run_order
+from pimcloud.workloads.services import SERVICES
 
 STUDY = """
 name = "tiny"
@@ -176,6 +178,31 @@ def test_a_study_runs_resumes_validates_and_reports(
     base = ours[ours["arch"] == "arch1"].set_index("app")["max_load_rps"]
     assert arch4["kvstore"] == pytest.approx(1.0 / base["kvstore"])
     assert (reference / "figures" / "table_iii.png").is_file()
+    # The reference keeps each cell's sampled times: a later part that makes arch1 alone
+    # re-models the arch8 cells from them, even under another QoS, where carried max
+    # loads would not compare.
+    samples = pd.read_csv(reference / "samples.csv")
+    assert set(samples["preset"]) == {"arch1", "arch8"}
+    assert samples.groupby(["preset", "app"]).size().min() > 100
+    part = tmp_path / "part"
+    shutil.copytree(out, part)
+    for cell in part.glob("cells/arch8-*"):
+        shutil.rmtree(cell)
+    again = tmp_path / "reference-table2"
+    shutil.copytree(reference, again)
+    kept = pd.read_csv(again / "table_iii.csv")
+    kept[kept["arch"] != "arch4"].to_csv(again / "table_iii.csv", index=False)
+    done = cli("study", "report", str(part), "--reference", str(again), "--qos", "table2")
+    assert done.returncode == 0, done.stderr
+    remodelled = pd.read_csv(again / "table_iii.csv").set_index(["arch", "app"])
+    assert set(remodelled.index) == {(a, s) for a in ("arch1", "arch8")
+                                     for s in ("kvstore", "imgdnn")}
+    assert remodelled["carried"].to_dict() == {key: key[0] == "arch8"
+                                               for key in remodelled.index}
+    for app in ("kvstore", "imgdnn"):
+        assert remodelled.loc[("arch8", app), "qos_ns"] == SERVICES[app].paper_qos_ns
+        assert remodelled.loc[("arch8", app), "max_load_rps"] != pytest.approx(
+            ours.set_index(["arch", "app"]).loc[("arch8", app), "max_load_rps"])
     # A misspelt reference folder is named, not created.
     done = cli("study", "report", str(out), "--reference", str(tmp_path / "nowhere"))
     assert done.returncode == 2 and "no such folder" in done.stderr
