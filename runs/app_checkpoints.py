@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.atomic import atomic_write_text
-from pimcloud.gem5_session import console_text, last_tick
+from pimcloud.gem5_session import console_text, last_tick, unimplemented_instructions
 from pimcloud.supervise import supervise
 
 from .checkpoints import LAST_USED, CheckpointKey, Checkpoints, log_tail, why_stopped
@@ -164,6 +164,7 @@ class AppCheckpoints:
                 "host_seconds": round(done.host_seconds, 1),
                 "cpu_seconds": round(done.cpu_seconds, 1),
                 "peak_rss_bytes": done.peak_rss_bytes, "command": command,
+                "unimplemented": unimplemented_instructions(text),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         atomic_write_text(building / "meta.json", json.dumps(meta, indent=1) + "\n")
         (building / LAST_USED).touch()
@@ -172,6 +173,10 @@ class AppCheckpoints:
                      done.cpu_seconds or done.host_seconds)
         log(f"app checkpoint: {folder} in {done.host_seconds:.0f} s host time "
             f"({meta['setup_simulated_seconds']:.3f} s simulated set-up)")
+        if meta["unimplemented"]:
+            log(f"app checkpoint: warning: the guest ran {', '.join(meta['unimplemented'])}, "
+                "which gem5 leaves unimplemented (no-ops): a service computing with them "
+                "may misbehave (gem5-configs/README.md)")
         return AppCheckpoint(folder, meta)
 
 

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pimcloud.gem5_session import console_text, last_tick, restore_mode
+from pimcloud.gem5_session import (
+    console_text,
+    last_tick,
+    restore_mode,
+    unimplemented_instructions,
+)
 from pimcloud.supervise import supervise
 
 from .app_checkpoints import AppCheckpoints
@@ -117,7 +122,9 @@ class Gem5Backend:
         simulated = (tick / 1e12 - start_s) if tick is not None else None
         extra: dict[str, Any] = {**used, "command": command,
                                  "peak_rss_bytes": done.peak_rss_bytes,
-                                 "returncode": done.returncode}
+                                 "returncode": done.returncode,
+                                 # gem5 ran these as no-ops: the run's numbers may be wrong
+                                 "unimplemented": unimplemented_instructions(text)}
         m5out = staging / "m5out"
         host_seconds = done.host_seconds
         cpu_seconds = done.cpu_seconds

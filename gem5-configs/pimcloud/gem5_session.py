@@ -79,6 +79,19 @@ def last_tick(log_text: str) -> int | None:
     return int(ticks[-1]) if ticks else None
 
 
+UNIMPLEMENTED = re.compile(r"warn: instruction '(\w+)' unimplemented")
+# gem5 runs an instruction it leaves unimplemented as a no-op and warns once. The kernel's
+# fwait is harmless (it waits for pending x87 exceptions, and there are none); x87
+# arithmetic is not (gem5-configs/README.md: dd's fdivrp, SQLite's long double).
+HARMLESS_UNIMPLEMENTED = frozenset({"fwait"})
+
+
+def unimplemented_instructions(log_text: str) -> list[str]:
+    """The instructions gem5 warned it ran as no-ops, harmless ones left out."""
+    found = dict.fromkeys(UNIMPLEMENTED.findall(log_text))
+    return [name for name in found if name not in HARMLESS_UNIMPLEMENTED]
+
+
 def console_text(m5out: Path) -> str:
     """The guest's serial console as gem5 recorded it ('' when there is none)."""
     for name in CONSOLE_FILES:
@@ -222,6 +235,7 @@ class RestoreReport:
     results: list[str]
     problems: list[str] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    unimplemented: list[str] = field(default_factory=list)  # run as no-ops (harmful ones)
 
     @property
     def ok(self) -> bool:
@@ -277,4 +291,5 @@ def restore(inputs: Gem5Inputs, checkpoint: Path, scenario_folder: Path, folder:
         problems.append("the guest sent no results.tar")
     return RestoreReport(folder, done.returncode, done.stopped_for, round(done.host_seconds, 1),
                          None if tick is None else tick / TICKS_PER_SECOND - start_s,
-                         report.scenario_exit, results, problems, round(done.cpu_seconds, 1))
+                         report.scenario_exit, results, problems, round(done.cpu_seconds, 1),
+                         unimplemented_instructions(log_text))

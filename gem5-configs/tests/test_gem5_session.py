@@ -18,6 +18,7 @@ from pimcloud.gem5_session import (
     read_boot,
     restore,
     restore_mode,
+    unimplemented_instructions,
 )
 from pimcloud.topology import load_topology, numa_nodes, slit_distances
 
@@ -201,6 +202,22 @@ def test_timed_sleeps_wake_on_time_on_the_detailed_cores(
     # by hundreds of ms.
     assert summary["requests"] >= 300 and summary["failed"] == 0
     assert summary["sojourn_p99_ns"] < 2_000_000, summary
+    # Nothing the guest ran (init, scenario, harness) was an x87 no-op in gem5.
+    assert run.unimplemented == [], run.unimplemented
+
+
+def test_unimplemented_instructions_are_named_once_and_fwait_is_harmless() -> None:
+    log = ("src/sim/simulate.cc:199: info: Entering event queue @ 0.  Starting simulation...\n"
+           "build/X86/arch/x86/generated/exec-ns.cc.inc:27: warn: instruction 'fwait' "
+           "unimplemented\n"
+           "build/X86/arch/x86/generated/exec-ns.cc.inc:27: warn: instruction 'fdivrp' "
+           "unimplemented\n"
+           "build/X86/arch/x86/generated/exec-ns.cc.inc:27: warn: instruction 'fdivrp' "
+           "unimplemented\n"
+           "build/X86/arch/x86/generated/exec-ns.cc.inc:27: warn: instruction 'lsl_Gv_Ew' "
+           "unimplemented\n")
+    assert unimplemented_instructions(log) == ["fdivrp", "lsl_Gv_Ew"]
+    assert unimplemented_instructions("warn: instruction 'fwait' unimplemented\n") == []
 
 
 def test_a_campaign_checkpoint_reads_as_a_boot(tmp_path: Path) -> None:
