@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,43 @@ def load_campaign(
         problems=problems,
         events=_concat(events, ["run_id", "at_s", "kind", "target"]),
         hot_frames=_concat(hot, ["run_id", "node", "count", "sharing", "access"]),
+    )
+
+
+def load_campaigns(
+    roots: Sequence[str | os.PathLike[str]], *, with_stats: bool = True,
+    stats_pattern: str | None = None
+) -> Campaign:
+    """One campaign, or several read as one: each run id prefixed with its campaign
+    folder's name (``loops-paper-gem5/single``) and an axis ``campaign``, so runs of
+    different campaigns (the same mix at two control intervals, say) share one report."""
+    if len(roots) == 1:
+        return load_campaign(roots[0], with_stats=with_stats, stats_pattern=stats_pattern)
+    names = [Path(root).resolve().name for root in roots]
+    if len(set(names)) < len(names):
+        raise ValueError(f"campaign folders with the same name ({', '.join(names)}): their "
+                         "runs could not be told apart; copy or link one under another name")
+    loaded = [load_campaign(root, with_stats=with_stats, stats_pattern=stats_pattern)
+              for root in roots]
+
+    def merged(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        parts = [frame.assign(run_id=name + "/" + frame["run_id"].astype(str))
+                 for name, frame in zip(names, frames, strict=True) if len(frame)]
+        return pd.concat(parts, ignore_index=True) if parts else frames[0]
+
+    runs = merged([c.runs.assign(campaign=name) for name, c in zip(names, loaded,
+                                                                     strict=True)])
+    return Campaign(
+        root=Path(os.path.commonpath([Path(root).resolve() for root in roots])),
+        runs=runs[["run_id", "run_dir", *(c for c in runs.columns
+                                          if c not in ("run_id", "run_dir"))]],
+        requests=merged([c.requests for c in loaded]),
+        decisions=merged([c.decisions for c in loaded]),
+        progress=merged([c.progress for c in loaded]),
+        stats=merged([c.stats for c in loaded]),
+        problems=[problem for c in loaded for problem in c.problems],
+        events=merged([c.events for c in loaded]),
+        hot_frames=merged([c.hot_frames for c in loaded]),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from pimcloud.stats_file import parse_stats
 
-from .campaign import load_campaign
+from .campaign import load_campaigns
 from .metrics import latency_percentiles
 from .report import build_report
 
@@ -40,7 +40,10 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("path", type=Path, help="a campaign folder, or a gem5 stats.txt")
+    parser.add_argument("path", type=Path, nargs="+",
+                        help="a campaign folder (or several, read as one: each run id "
+                             "prefixed with its campaign's name; --report then needs --out), "
+                             "or a gem5 stats.txt")
     parser.add_argument("--report", action="store_true",
                         help="write an HTML report (campaign folders)")
     parser.add_argument("--screenshot", action="store_true",
@@ -72,8 +75,13 @@ def _export(frame: pd.DataFrame, path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path: Path = args.path
-    if path.is_file():
+    paths: list[Path] = args.path
+    path = paths[0]
+    if len(paths) > 1:
+        missing = [str(p) for p in paths if not p.is_dir()]
+        if missing:
+            raise FileNotFoundError(f"{', '.join(missing)}: no such campaign folder")
+    elif path.is_file():
         parsed = parse_stats(path)
         with pd.option_context("display.width", 120, "display.max_rows", 40):
             print(parsed.dumps.to_string(index=False))
@@ -82,17 +90,17 @@ def run(args: argparse.Namespace) -> int:
         if args.export:
             _export(parsed.stats, args.export)
         return 1 if parsed.problems else 0
-    if not path.is_dir():
+    elif not path.is_dir():
         raise FileNotFoundError(f"{path}: no such campaign folder or stats.txt")
     if args.report:
-        index = build_report(path, args.out, qos_ns=dict(args.qos))
+        index = build_report(paths, args.out, qos_ns=dict(args.qos))
         print(f"report: {index}")
         if args.screenshot:
             from .screenshot import screenshot
 
             print(f"screenshot: {screenshot(index, index.parent / 'screenshot.png')}")
         return 0
-    campaign = load_campaign(path, with_stats=False)
+    campaign = load_campaigns(paths, with_stats=False)
     if campaign.requests.empty:
         print(f"{len(campaign.runs)} runs, no latency records yet")
         return 0

@@ -16,7 +16,7 @@ import html
 import json
 import numbers
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from ..atomic import atomic_write_text
 from ..components.stat_names import stat_names
 from ..topology import Topology, TopologyError, load_topology
 from . import figures, memlat, metrics
-from .campaign import Campaign, load_campaign
+from .campaign import Campaign, load_campaigns
 
 SYSTEM_AXES = ("system", "arch", "placement", "manager")
 # The statistics the report uses; the others are not kept in memory.
@@ -107,13 +107,17 @@ def _hashable_axes(campaign: Campaign) -> list[str]:
 
 
 def build_report(
-    campaign_dir: str | os.PathLike[str],
+    campaign_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str] | None = None,
     qos_ns: Mapping[str, float] | None = None,
 ) -> Path:
-    """Write the report of ``campaign_dir`` into ``out_dir`` (default CAMPAIGN/report);
+    """Write the report of ``campaign_dir`` (or of several campaigns read as one,
+    :func:`load_campaigns`) into ``out_dir`` (default CAMPAIGN/report; needed for several);
     returns the path of index.html."""
-    campaign = load_campaign(campaign_dir, stats_pattern=REPORT_STATS)
+    roots = [campaign_dir] if isinstance(campaign_dir, str | os.PathLike) else list(campaign_dir)
+    if len(roots) > 1 and out_dir is None:
+        raise ValueError("a report of several campaigns needs a folder of its own: --out DIR")
+    campaign = load_campaigns(roots, stats_pattern=REPORT_STATS)
     out = Path(out_dir) if out_dir is not None else campaign.root / "report"
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -336,3 +337,36 @@ def test_a_policy_comparison_says_how_long_each_variant_violated(tmp_path: Path)
     assert dict(zip(spans["label"], spans["violated"], strict=True)) == {"mode=balm": 2,
                                                                           "mode=mba": 4}
     assert (tmp_path / "out" / "figures" / "policy_tails_over_time.png").is_file()
+
+
+def test_several_campaigns_read_as_one_keep_their_runs_apart(tmp_path: Path) -> None:
+    """The same mix at two control intervals, each its own campaign whose one run is
+    "single": one report, each run under its campaign's name."""
+    from pimcloud.workloads.records import REQUEST_COLUMNS
+
+    for name, interval in (("loops-paper", 0.1), ("loops-scaled", 0.01)):
+        run = tmp_path / name / "runs" / "single"
+        (run / "kv").mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps(
+            {"run_id": "single", "app": "kv", "rps": 1000, "qos_ns": {"kv": 2e6},
+             "interval_s": interval}))
+        rows = [[i, 0, i * 1_000_000, i * 1_000_000, i * 1_000_000 + 200_000, 0, 200_000,
+                 200_000] for i in range(200)]
+        pd.DataFrame(rows, columns=list(REQUEST_COLUMNS)).to_csv(run / "kv" / "requests.csv",
+                                                                  index=False)
+        (run / "decisions.jsonl").write_text(json.dumps(
+            {"t_ns": 0, "event": "init", "app": "kv", "to_cores": [0, 1],
+             "cores_after": 2}) + "\n")
+    with pytest.raises(ValueError, match="needs a folder of its own"):
+        build_report([tmp_path / "loops-paper", tmp_path / "loops-scaled"])
+    build_report([tmp_path / "loops-paper", tmp_path / "loops-scaled"], tmp_path / "out")
+    runs = pd.read_csv(tmp_path / "out" / "tables" / "runs.csv")
+    assert sorted(runs["run_id"]) == ["loops-paper/single", "loops-scaled/single"]
+    assert sorted(runs["campaign"]) == ["loops-paper", "loops-scaled"]
+    drawn = {p.name for p in (tmp_path / "out" / "figures").glob("timeline_*.png")}
+    assert drawn == {"timeline_loops_paper_single.png", "timeline_loops_scaled_single.png"}
+    # Two folders of the same name could not be told apart.
+    shutil.copytree(tmp_path / "loops-paper", tmp_path / "again" / "loops-paper")
+    with pytest.raises(ValueError, match="same name"):
+        build_report([tmp_path / "loops-paper", tmp_path / "again" / "loops-paper"],
+                     tmp_path / "out2")
