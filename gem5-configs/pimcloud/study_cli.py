@@ -221,7 +221,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"study validate {cell.name}: the model predicts {start:g} rps; bisecting")
 
         def make_runs(campaign: Any = campaign) -> None:
-            execute(campaign, "local", jobs=1, live=False)
+            execute(campaign, "local", jobs=args.jobs, live=False)
 
         result = find_max_load(campaign, service, make_runs, start, args.tolerance,
                                seeds=args.seeds)
@@ -283,6 +283,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     validate.add_argument("--tolerance", type=float, default=0.1)
     validate.add_argument("--seeds", type=int, default=1,
                           help="confirm the final bracket's loads at this many seeds each")
+    validate.add_argument("--jobs", type=int, default=1,
+                          help="runs at once: a confirmation's seeds side by side")
     validate.set_defaults(handler=_validate)
     report = actions.add_parser("report", help="Fig. 2, Table III and the claims")
     report.add_argument("study", type=Path)
