@@ -647,8 +647,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
            for name in (*CELL_KEYS, "samples")}
     results += results_from_samples(ref["samples"], ref["points"], reference or root,
                                     {r.cell.name for r in results})
-    points = pd.concat([r.points.assign(carried=r.carried) for r in results if len(r.points)],
-                       ignore_index=True) if results else pd.DataFrame()
+    measured = [r.points.assign(carried=r.carried) for r in results if len(r.points)]
+    points = pd.concat(measured, ignore_index=True) if measured else pd.DataFrame()
     first_touch = [r for r in results if _static_ft(r)]  # Fig. 2, Table III
     curve_frame = curves(first_touch)
     curve_frame = with_carried("curves", curve_frame, ref["curves"])
