@@ -68,6 +68,8 @@ class Campaign:
     hot_frames: pd.DataFrame = field(  # run_id, node, pfn, count, sharing, access, ...
         default_factory=lambda: pd.DataFrame(columns=["run_id", "node", "count", "sharing",
                                                       "access"]))
+    # Several campaigns read as one (load_campaigns): their folders; run ids "<name>/<id>".
+    roots: tuple[Path, ...] = ()
 
     @property
     def axes(self) -> list[str]:
@@ -210,7 +212,7 @@ def load_campaigns(
     different campaigns (the same mix at two control intervals, say) share one report."""
     if len(roots) == 1:
         return load_campaign(roots[0], with_stats=with_stats, stats_pattern=stats_pattern)
-    names = [Path(root).resolve().name for root in roots]
+    names = [Path(root).absolute().name for root in roots]
     if len(set(names)) < len(names):
         raise ValueError(f"campaign folders with the same name ({', '.join(names)}): their "
                          "runs could not be told apart; copy or link one under another name")
@@ -220,12 +222,13 @@ def load_campaigns(
     def merged(frames: list[pd.DataFrame]) -> pd.DataFrame:
         parts = [frame.assign(run_id=name + "/" + frame["run_id"].astype(str))
                  for name, frame in zip(names, frames, strict=True) if len(frame)]
-        return pd.concat(parts, ignore_index=True) if parts else frames[0]
+        return _concat(parts, list(frames[0].columns))
 
     runs = merged([c.runs.assign(campaign=name) for name, c in zip(names, loaded,
                                                                      strict=True)])
     return Campaign(
-        root=Path(os.path.commonpath([Path(root).resolve() for root in roots])),
+        root=Path(os.path.commonpath([Path(root).absolute() for root in roots])),
+        roots=tuple(Path(root) for root in roots),
         runs=runs[["run_id", "run_dir", *(c for c in runs.columns
                                           if c not in ("run_id", "run_dir"))]],
         requests=merged([c.requests for c in loaded]),

@@ -176,10 +176,8 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
     ``carried``), except those named in ``made`` (this study made them again)."""
     if samples.empty:
         return []
+    samples, points = (_with_cell_defaults(frame) for frame in (samples, points))
     points = points.drop(columns=["carried"], errors="ignore")
-    for column, default in (("placement", "ft"), ("dynamic", "none")):
-        if len(points) and column not in points.columns:
-            points = points.assign(**{column: default})
     found = []
     for key, group in samples.groupby(SAMPLE_KEY, sort=True):
         first = group.iloc[0]
@@ -188,13 +186,30 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                     str(first["placement"]), str(first["dynamic"]))
         if cell.name in made:
             continue
-        mine = points[(points[SAMPLE_KEY].astype(str) == [str(k) for k in key]).all(axis=1)] \
-            if len(points) else points
+        mine = points[(points[SAMPLE_KEY].astype(str) == list(key)).all(axis=1)] \
+            if set(SAMPLE_KEY) <= set(points.columns) else points.iloc[0:0]
+        if not np.isclose(mine.get("rps", pd.Series(dtype=float)), cell.sample_rps).any():
+            raise ValueError(f"{folder}/samples.csv has cell {cell.name}, but points.csv has no "
+                             f"run of it at its sampled {cell.sample_rps:g} rps: restore "
+                             "points.csv with the samples (both come from one report)")
         found.append(CellResult(cell, group["occupied_ns"].to_numpy(dtype=float),
-                                mine.sort_values("rps") if len(mine) else mine,
-                                float(first["host_seconds"]), folder,
+                                mine.sort_values("rps"), float(first["host_seconds"]), folder,
                                 float(first["setup_host_seconds"]), carried=True))
     return found
+
+
+def _with_cell_defaults(frame: pd.DataFrame) -> pd.DataFrame:
+    """A reference table's cell key as text, first touch and no dynamic placement where a
+    table made before those existed (or a CSV reader) left them out."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    for column, default in (("placement", "ft"), ("dynamic", "none")):
+        frame[column] = frame[column].astype(object).fillna(default) if column in frame \
+            else default
+    for column in SAMPLE_KEY:
+        frame[column] = frame[column].astype(str)
+    return frame
 
 
 def predicted_max_load(folder: Path, cell: Cell, qos_ns: float) -> float:

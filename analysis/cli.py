@@ -3,6 +3,7 @@
     pimcloud analyze CAMPAIGN_DIR              tail latency per run and app
     pimcloud analyze CAMPAIGN_DIR --report     write CAMPAIGN_DIR/report/index.html
     pimcloud analyze CAMPAIGN_DIR --report --screenshot   and report/screenshot.png
+    pimcloud analyze CAMPAIGN_A CAMPAIGN_B --report --out DIR   several read as one
     pimcloud analyze m5out/stats.txt           the dumps of one stats.txt
     pimcloud analyze m5out/stats.txt --export stats.parquet   the tidy frame
 """

@@ -148,12 +148,26 @@ def failed_attempts(root: Path) -> pd.DataFrame:
                                        "simulated_seconds"])
 
 
+def _failed_attempts_of(campaign: Campaign) -> pd.DataFrame:
+    """:func:`failed_attempts` of the campaign, or of each of several read as one (their
+    run ids prefixed like the runs', :func:`load_campaigns`)."""
+    if not campaign.roots:
+        return failed_attempts(campaign.root)
+    frames = []
+    for root in campaign.roots:
+        frame = failed_attempts(root)
+        frames.append(frame.assign(run_id=Path(root).absolute().name + "/"
+                                   + frame["run_id"].astype(str)))
+    return pd.concat(frames, ignore_index=True)
+
+
 def _sections(campaign: Campaign, qos: dict[str, float], out: Path
               ) -> Iterator[Section]:
     axes = _hashable_axes(campaign)
     runs = campaign.runs.drop(columns=["run_dir", "execution"], errors="ignore")
-    failed = failed_attempts(campaign.root)
-    text = f"{len(runs)} runs below {campaign.root}."
+    failed = _failed_attempts_of(campaign)
+    text = (f"{len(runs)} runs of {', '.join(map(str, campaign.roots))}." if campaign.roots
+            else f"{len(runs)} runs below {campaign.root}.")
     tables: list[tuple[str, pd.DataFrame]] = [("runs", runs)]
     if len(failed):
         unfinished = sorted(set(failed["run_id"]) - set(runs["run_id"]))

@@ -176,7 +176,11 @@ def m5_binary(log: Log) -> Path:
 
 
 def rng_seed_binary(log: Log) -> Path:
-    """The static pimcloud-rng-seed (the init makes the kernel's CRNG ready with it)."""
+    """The static pimcloud-rng-seed (the init makes the kernel's CRNG ready with it):
+    $PIMCLOUD_RNG_SEED, the CMake build, or compiled into the cache."""
+    configured = os.environ.get("PIMCLOUD_RNG_SEED")
+    if configured:
+        return Path(configured)
     return static_guest_tool("pimcloud-rng-seed", RNG_SEED_SOURCES, log)
 
 

@@ -21,7 +21,15 @@ from typing import Any
 
 from pimcloud.atomic import atomic_write_text
 from pimcloud.file_digest import input_digests
-from pimcloud.gem5_session import Gem5Inputs, boot_mode, last_tick, read_boot
+from pimcloud.gem5_session import (
+    Gem5Inputs,
+    boot_mode,
+    console_text,
+    crng_problem,
+    last_tick,
+    read_boot,
+)
+from pimcloud.guest.scenario import parse_console
 from pimcloud.kernel_args import booted_kernel_args, expected_kernel_args
 from pimcloud.supervise import supervise
 from pimcloud.topology import load_topology
@@ -186,10 +194,12 @@ class Checkpoints:
             done = supervise(command, log=building / "boot.log",
                              host_time_s=limits.host_time_s, memory_bytes=limits.memory_bytes)
             text = (building / "boot.log").read_text(errors="replace")
-            if done.returncode != 0 or not (building / "ckpt").is_dir():
-                why = why_stopped(done)
+            crng_ready = parse_console(console_text(building / "m5out")).crng_ready
+            if done.returncode != 0 or not (building / "ckpt").is_dir() or not crng_ready:
                 failed = self.root / f"failed-{key.folder_name}-{int(time.time())}"
                 building.rename(failed)
+                why = (why_stopped(done) if done.returncode != 0 else
+                       crng_problem(crng_ready, failed / "m5out") or why_stopped(done))
                 raise RuntimeError(
                     f"checkpoint boot of {topology} failed ({why}); log: {failed}/boot.log:\n"
                     + "\n".join(text.splitlines()[-15:]))

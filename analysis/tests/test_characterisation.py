@@ -182,3 +182,21 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
     assert table.loc["cc+mig", "normalized_max_load"] > table.loc["cc", "normalized_max_load"]
     # Table III stays first touch alone.
     assert len(table_iii(statics + closer, qos)) == 2
+
+
+def test_reference_samples_become_carried_cells_and_need_their_point(tmp_path: Path) -> None:
+    from pimcloud.analysis.characterisation import results_from_samples
+
+    samples = pd.DataFrame({"preset": "arch8", "app": "kvstore", "placement": "ft",
+                            "dynamic": np.nan, "cores": 16, "core_type": "wimpy",
+                            "sample_rps": 32000.0, "host_seconds": 590.0,
+                            "setup_host_seconds": 201.0,
+                            "occupied_ns": np.arange(300) * 100 + 30_000})
+    points = pd.DataFrame([{"preset": "arch8", "app": "kvstore", "rps": 32000.0,
+                            "requests": 300, "p99_ns": 160_000.0, "carried": True}])
+    [cell] = results_from_samples(samples, points, tmp_path, made=set())
+    assert cell.carried and cell.cell.name == "arch8-kvstore" and cell.cell.cores == 16
+    assert len(cell.service_ns) == 300 and list(cell.points["p99_ns"]) == [160_000.0]
+    assert results_from_samples(samples, points, tmp_path, made={"arch8-kvstore"}) == []
+    with pytest.raises(ValueError, match=r"no run of it at its sampled 32000 rps"):
+        results_from_samples(samples, points.assign(rps=8000.0), tmp_path, made=set())

@@ -357,12 +357,19 @@ def test_several_campaigns_read_as_one_keep_their_runs_apart(tmp_path: Path) -> 
         (run / "decisions.jsonl").write_text(json.dumps(
             {"t_ns": 0, "event": "init", "app": "kv", "to_cores": [0, 1],
              "cores_after": 2}) + "\n")
+    # A failed attempt of one of them is listed under its campaign's name.
+    attempt = tmp_path / "loops-paper" / "failed" / "single" / "attempt-1"
+    attempt.mkdir(parents=True)
+    (attempt / "failure.json").write_text(json.dumps(
+        {"exit_cause": "host-time-limit", "host_seconds": 10.0}))
     with pytest.raises(ValueError, match="needs a folder of its own"):
         build_report([tmp_path / "loops-paper", tmp_path / "loops-scaled"])
     build_report([tmp_path / "loops-paper", tmp_path / "loops-scaled"], tmp_path / "out")
     runs = pd.read_csv(tmp_path / "out" / "tables" / "runs.csv")
     assert sorted(runs["run_id"]) == ["loops-paper/single", "loops-scaled/single"]
     assert sorted(runs["campaign"]) == ["loops-paper", "loops-scaled"]
+    failed = pd.read_csv(tmp_path / "out" / "tables" / "failed_attempts.csv")
+    assert list(failed["run_id"]) == ["loops-paper/single"]
     drawn = {p.name for p in (tmp_path / "out" / "figures").glob("timeline_*.png")}
     assert drawn == {"timeline_loops_paper_single.png", "timeline_loops_scaled_single.png"}
     # Two folders of the same name could not be told apart.

@@ -92,6 +92,19 @@ def unimplemented_instructions(log_text: str) -> list[str]:
     return [name for name in found if name not in HARMLESS_UNIMPLEMENTED]
 
 
+def crng_problem(crng_ready: bool | None, m5out: Path) -> str | None:
+    """Why a boot's checkpoint must not be used, if the guest kernel's CRNG was not ready
+    at it: every run restored from it would spin for a simulated second in the kernel's
+    jitter-entropy loop at its first read of /dev/urandom (guest/init/README.md)."""
+    if crng_ready:
+        return None
+    said = ("said crng=not-ready" if crng_ready is False else
+            "printed no pimcloud-rng line (an image made before pimcloud-rng-seed?)")
+    return (f"the guest kernel's CRNG is not ready at the checkpoint: its init {said}; "
+            "rebuild the image (`pimcloud image build`) and boot again; the console: "
+            f"{m5out}")
+
+
 def console_text(m5out: Path) -> str:
     """The guest's serial console as gem5 recorded it ('' when there is none)."""
     for name in CONSOLE_FILES:
@@ -145,12 +158,8 @@ def boot(inputs: Gem5Inputs, folder: Path, *, boot_cpu: str = "atomic",
                         + "\n".join(log_text.splitlines()[-15:]))
     topology = load_topology(inputs.topology).with_memory_divided(inputs.mem_divisor)
     nodes: list[GuestNode] = list(report.nodes)
-    if report.crng_ready is False:
-        # Every run restored from it would spin for a simulated second in the kernel's
-        # jitter-entropy loop at its first read of /dev/urandom (guest/init/README.md).
-        problems.append("the guest kernel's CRNG is not ready at the checkpoint "
-                        "(pimcloud-rng crng=not-ready): see the init's lines in "
-                        f"{folder}/m5out/board.pc.com_1.device")
+    if (problem := crng_problem(report.crng_ready, folder / "m5out")) is not None:
+        problems.append(problem)
     if not nodes:
         problems.append("the guest printed no pimcloud-node lines before its checkpoint")
     else:

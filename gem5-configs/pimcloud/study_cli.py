@@ -4,8 +4,8 @@
     pimcloud study run SPEC [--out DIR] [--only ...] [--services ...] [--jobs N]
                             [--executor local|slurm]
     pimcloud study status DIR
-    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05] [--seeds 3]
-    pimcloud study report DIR [--reference [DIR]] [--screenshot]
+    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05] [--seeds 3] [--jobs 3]
+    pimcloud study report DIR [--reference [DIR]] [--qos knee|table2] [--screenshot]
 
 The top of the layers: it composes campaigns (runs) and their analysis.
 """

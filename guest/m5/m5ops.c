@@ -158,22 +158,25 @@ enum m5_backend m5_backend(void) {
         return (enum m5_backend)decided_backend;
     enum m5_backend backend = M5_BACKEND_NATIVE;
     const char *forced = getenv("PIMCLOUD_BACKEND");
-    if (forced && *forced) {
+    if (forced && *forced)
         backend = backend_from_word(forced, strlen(forced));
-    } else {
-        char cmdline[4096];
-        int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t got = read(fd, cmdline, sizeof cmdline - 1);
-            close(fd);
-            if (got > 0) {
-                cmdline[got] = '\0';
-                backend = m5_backend_from_cmdline(cmdline);
-            }
-        }
-    }
+    else
+        backend = m5_backend_of_kernel();
     decided_backend = (int)backend;
     return backend;
+}
+
+enum m5_backend m5_backend_of_kernel(void) {
+    char cmdline[4096];
+    int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return M5_BACKEND_NATIVE;
+    ssize_t got = read(fd, cmdline, sizeof cmdline - 1);
+    close(fd);
+    if (got <= 0)
+        return M5_BACKEND_NATIVE;
+    cmdline[got] = '\0';
+    return m5_backend_from_cmdline(cmdline);
 }
 
 void m5_backend_reset(void) { decided_backend = -1; }

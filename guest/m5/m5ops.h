@@ -67,6 +67,8 @@ enum m5_backend m5_backend(void);
 const char *m5_backend_name(enum m5_backend backend);
 /* Parse a kernel command line; native when it names no (known) backend. */
 enum m5_backend m5_backend_from_cmdline(const char *cmdline);
+/* The backend /proc/cmdline names, whatever the environment says. */
+enum m5_backend m5_backend_of_kernel(void);
 /* For tests: forget the decided backend so the next m5_backend() decides again. */
 void m5_backend_reset(void);
 

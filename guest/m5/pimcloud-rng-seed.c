@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "m5ops.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
@@ -30,7 +31,7 @@ enum { SEED_WORDS = 8, EXIT_REFUSED = 2 }; /* 256 bits: what the CRNG needs to b
 
 static void usage(void) {
     fputs("usage: pimcloud-rng-seed [SEED]\n"
-          "Credits 256 bits derived from SEED (a non-negative integer, default 1) to the\n"
+          "Credits 256 bits derived from SEED (a decimal integer, default 1) to the\n"
           "kernel's entropy pool, so that its CRNG is ready; only in a pimcloud guest\n"
           "(pimcloud.backend=gem5|qemu on the kernel command line), as root.\n"
           "Prints: pimcloud-rng crng=ready|not-ready was_ready=0|1 seed=SEED\n",
@@ -48,16 +49,6 @@ static uint64_t splitmix64(uint64_t *state) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-static enum m5_backend guest_backend(void) {
-    char cmdline[4096] = {0};
-    int fd = open("/proc/cmdline", O_RDONLY);
-    if (fd < 0)
-        return M5_BACKEND_NATIVE;
-    ssize_t got = read(fd, cmdline, sizeof cmdline - 1);
-    close(fd);
-    return got > 0 ? m5_backend_from_cmdline(cmdline) : M5_BACKEND_NATIVE;
 }
 
 static int credit_seed(uint64_t seed) {
@@ -90,24 +81,38 @@ static int credit_seed(uint64_t seed) {
     return 0;
 }
 
+static void say(int ready, int was_ready, uint64_t seed) {
+    printf("pimcloud-rng crng=%s was_ready=%d seed=%llu\n", ready ? "ready" : "not-ready",
+           was_ready, (unsigned long long)seed);
+}
+
+/* A decimal seed: digits only, no sign, no base prefix, within 64 bits. */
+static int parse_seed(const char *text, uint64_t *seed) {
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long parsed = strtoull(text, &end, 10);
+    if (errno || *end)
+        return -1;
+    *seed = parsed;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = 1;
     if (argc > 2 || (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))) {
         usage();
         return argc > 2 ? EXIT_REFUSED : 0;
     }
-    if (argc == 2) {
-        char *end;
-        errno = 0;
-        unsigned long long parsed = strtoull(argv[1], &end, 0);
-        if (errno || end == argv[1] || *end || argv[1][0] == '-') {
-            fprintf(stderr, "pimcloud-rng-seed: SEED '%s' is not a non-negative integer\n",
-                    argv[1]);
-            return EXIT_REFUSED;
-        }
-        seed = parsed;
+    if (argc == 2 && parse_seed(argv[1], &seed) != 0) {
+        fprintf(stderr, "pimcloud-rng-seed: SEED '%s' is not a decimal non-negative integer "
+                        "below 2^64\n", argv[1]);
+        return EXIT_REFUSED;
     }
-    if (guest_backend() == M5_BACKEND_NATIVE) {
+    /* The kernel's word alone: PIMCLOUD_BACKEND in the environment must not make a host's
+     * kernel take a fixed seed. */
+    if (m5_backend_of_kernel() == M5_BACKEND_NATIVE) {
         fputs("pimcloud-rng-seed: not a pimcloud guest (no pimcloud.backend=gem5|qemu on the "
               "kernel command line): refusing to credit a fixed seed to this kernel's random "
               "number generator\n",
@@ -115,10 +120,11 @@ int main(int argc, char **argv) {
         return EXIT_REFUSED;
     }
     int was_ready = crng_ready();
-    if (!was_ready && credit_seed(seed) != 0)
+    if (!was_ready && credit_seed(seed) != 0) {
+        say(0, was_ready, seed);
         return 1;
+    }
     int ready = crng_ready();
-    printf("pimcloud-rng crng=%s was_ready=%d seed=%llu\n", ready ? "ready" : "not-ready",
-           was_ready, (unsigned long long)seed);
+    say(ready, was_ready, seed);
     return ready ? 0 : 1;
 }

@@ -200,6 +200,13 @@ def main(argv: list) -> int:
         time.sleep(float(os.environ.get("FAKE_GEM5_BOOT_SLEEP", "0")))
         checkpoint.mkdir(parents=True, exist_ok=True)
         (checkpoint / "m5.cpt").write_text("[root]\ncurTick=970000000000\n")
+        # The init's seeding of the guest's CRNG: FAKE_GEM5_CRNG=not-ready, or absent (an
+        # image without pimcloud-rng-seed).
+        crng = os.environ.get("FAKE_GEM5_CRNG", "ready")
+        (outdir / "board.pc.com_1.device").write_text(
+            "pimcloud-init backend=gem5 share=none uptime_s=0.57\n"
+            + (f"pimcloud-rng crng={crng} was_ready=0 seed=1\n" if crng != "absent" else "")
+            + "pimcloud-ready uptime_s=0.61\n")
         print("pimcloud: exit at tick 970000000000 (1 s host): checkpoint", flush=True)
         return 0
     if not (checkpoint / "m5.cpt").is_file():

@@ -335,3 +335,19 @@ def test_counters_need_a_gem5_with_them_and_get_their_own_checkpoint(
     boots = gem5_calls("boot")
     assert len(boots) == 1 and "--counters" in boots[0]
     assert boots[0].index("--counters") < boots[0].index("boot")  # a board option
+
+
+@pytest.mark.parametrize("crng", ["absent", "not-ready"])
+def test_a_boot_whose_guest_crng_is_not_ready_makes_no_checkpoint(
+        crng: str, fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image without the init's seeding (or a seeding that failed): every run restored
+    from its checkpoint would spin a simulated second at its first /dev/urandom read."""
+    monkeypatch.setenv("FAKE_GEM5_CRNG", crng)
+    campaign = prepare_campaign(write_spec(retries=0), tmp_path / "out")
+    with pytest.raises(RuntimeError, match=r"CRNG is not ready .*pimcloud image build"):
+        execute(campaign, "local", jobs=1, live=False)
+    store = tmp_path / "checkpoints"
+    assert not [p for p in store.iterdir() if p.name.startswith("paper-")]
+    failed = [p for p in store.iterdir() if p.name.startswith("failed-paper-")]
+    assert failed and (failed[0] / "m5out" / "board.pc.com_1.device").is_file()

@@ -136,7 +136,8 @@ def test_a_study_runs_resumes_validates_and_reports(
     runs_before = sorted(p.name for p in out.glob("cells/*/runs/*"))
     assert cli("study", "run", str(spec), "--out", str(out)).returncode == 0
     assert sorted(p.name for p in out.glob("cells/*/runs/*")) == runs_before
-    done = cli("study", "validate", str(out), "--tolerance", "0.2", "--jobs", "2")
+    done = cli("study", "validate", str(out), "--tolerance", "0.2", "--seeds", "2",
+               "--jobs", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the model predicts" in done.stdout and "measured max load" in done.stdout
     done = cli("study", "report", str(out))
