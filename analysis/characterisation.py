@@ -638,11 +638,22 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
         for arch in sorted(frame[frame["app"] == app]["arch"].unique()):
             pts = points[(points["app"] == app) & (points["preset"] == arch)] \
                 if len(points) else points
-            if len(pts):
-                ax.errorbar(pts["rps"], pts["p99_ns"] / 1e6,
-                            yerr=[(pts["p99_ns"] - pts["p99_low_ns"]) / 1e6,
-                                  (pts["p99_high_ns"] - pts["p99_ns"]) / 1e6],
-                            fmt="s", ms=4, color=colors[arch], mfc="white", capsize=2)
+            if not len(pts):
+                continue
+            # A run far above the curve (an overloaded sample) would be cut off by the
+            # axis: it is drawn as a triangle on the top edge with its p99 beside it.
+            top = ax.get_ylim()[1]
+            inside = pts[pts["p99_ns"] / 1e6 <= top]
+            ax.errorbar(inside["rps"], inside["p99_ns"] / 1e6,
+                        yerr=[(inside["p99_ns"] - inside["p99_low_ns"]) / 1e6,
+                              (inside["p99_high_ns"] - inside["p99_ns"]) / 1e6],
+                        fmt="s", ms=4, color=colors[arch], mfc="white", capsize=2)
+            for row in pts[pts["p99_ns"] / 1e6 > top].itertuples():
+                ax.plot(row.rps, top, marker="^", ms=7, color=colors[arch], mfc="white",
+                        clip_on=False)
+                ax.annotate(f"p99 {row.p99_ns / 1e6:.3g} ms", (row.rps, top),
+                            textcoords="offset points", xytext=(6, -12), fontsize=7,
+                            color=colors[arch])
     return figure
 
 
