@@ -212,7 +212,7 @@ def load_campaigns(
     different campaigns (the same mix at two control intervals, say) share one report."""
     if len(roots) == 1:
         return load_campaign(roots[0], with_stats=with_stats, stats_pattern=stats_pattern)
-    names = [Path(root).absolute().name for root in roots]
+    names = [campaign_name(root) for root in roots]
     if len(set(names)) < len(names):
         raise ValueError(f"campaign folders with the same name ({', '.join(names)}): their "
                          "runs could not be told apart; copy or link one under another name")
@@ -220,8 +220,8 @@ def load_campaigns(
               for root in roots]
 
     def merged(frames: list[pd.DataFrame]) -> pd.DataFrame:
-        parts = [frame.assign(run_id=name + "/" + frame["run_id"].astype(str))
-                 for name, frame in zip(names, frames, strict=True) if len(frame)]
+        parts = [with_campaign_run_ids(frame, root)
+                 for root, frame in zip(roots, frames, strict=True) if len(frame)]
         return _concat(parts, list(frames[0].columns))
 
     runs = merged([c.runs.assign(campaign=name) for name, c in zip(names, loaded,
@@ -239,6 +239,16 @@ def load_campaigns(
         events=merged([c.events for c in loaded]),
         hot_frames=merged([c.hot_frames for c in loaded]),
     )
+
+
+def campaign_name(root: str | os.PathLike[str]) -> str:
+    """What a campaign folder's run ids are prefixed with when campaigns are read as one."""
+    return Path(root).absolute().name
+
+
+def with_campaign_run_ids(frame: pd.DataFrame, root: str | os.PathLike[str]) -> pd.DataFrame:
+    """``frame``'s run ids as :func:`load_campaigns` names them: ``<campaign>/<run id>``."""
+    return frame.assign(run_id=campaign_name(root) + "/" + frame["run_id"].astype(str))
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

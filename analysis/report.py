@@ -28,7 +28,7 @@ from ..atomic import atomic_write_text
 from ..components.stat_names import stat_names
 from ..topology import Topology, TopologyError, load_topology
 from . import figures, memlat, metrics
-from .campaign import Campaign, load_campaigns
+from .campaign import Campaign, load_campaigns, with_campaign_run_ids
 
 SYSTEM_AXES = ("system", "arch", "placement", "manager")
 # The statistics the report uses; the others are not kept in memory.
@@ -153,12 +153,8 @@ def _failed_attempts_of(campaign: Campaign) -> pd.DataFrame:
     run ids prefixed like the runs', :func:`load_campaigns`)."""
     if not campaign.roots:
         return failed_attempts(campaign.root)
-    frames = []
-    for root in campaign.roots:
-        frame = failed_attempts(root)
-        frames.append(frame.assign(run_id=Path(root).absolute().name + "/"
-                                   + frame["run_id"].astype(str)))
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([with_campaign_run_ids(failed_attempts(root), root)
+                      for root in campaign.roots], ignore_index=True)
 
 
 def _sections(campaign: Campaign, qos: dict[str, float], out: Path

@@ -169,23 +169,21 @@ def find_kernel(explicit: Path | None, log: Log) -> Path:
 
 def m5_binary(log: Log) -> Path:
     """The static m5 command: $PIMCLOUD_M5, the CMake build, or compiled into the cache."""
-    configured = os.environ.get("PIMCLOUD_M5")
-    if configured:
-        return Path(configured)
-    return static_guest_tool("m5", M5_SOURCES, log)
+    return static_guest_tool("m5", M5_SOURCES, "PIMCLOUD_M5", log)
 
 
 def rng_seed_binary(log: Log) -> Path:
     """The static pimcloud-rng-seed (the init makes the kernel's CRNG ready with it):
     $PIMCLOUD_RNG_SEED, the CMake build, or compiled into the cache."""
-    configured = os.environ.get("PIMCLOUD_RNG_SEED")
+    return static_guest_tool("pimcloud-rng-seed", RNG_SEED_SOURCES, "PIMCLOUD_RNG_SEED", log)
+
+
+def static_guest_tool(name: str, sources: tuple[Path, ...], override: str, log: Log) -> Path:
+    """A static program of guest/m5: $``override``, the CMake build, or compiled into the
+    cache."""
+    configured = os.environ.get(override)
     if configured:
         return Path(configured)
-    return static_guest_tool("pimcloud-rng-seed", RNG_SEED_SOURCES, log)
-
-
-def static_guest_tool(name: str, sources: tuple[Path, ...], log: Log) -> Path:
-    """A static program of guest/m5: the CMake build, or compiled into the cache."""
     built = build_dir() / "guest" / "m5" / name
     newest_source = max(source.stat().st_mtime for source in (*sources, M5_HEADER))
     if built.is_file() and built.stat().st_mtime >= newest_source:

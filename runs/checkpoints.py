@@ -198,8 +198,8 @@ class Checkpoints:
             if done.returncode != 0 or not (building / "ckpt").is_dir() or not crng_ready:
                 failed = self.root / f"failed-{key.folder_name}-{int(time.time())}"
                 building.rename(failed)
-                why = (why_stopped(done) if done.returncode != 0 else
-                       crng_problem(crng_ready, failed / "m5out") or why_stopped(done))
+                crng = crng_problem(crng_ready, failed / "m5out") if done.returncode == 0 else None
+                why = crng or why_stopped(done)
                 raise RuntimeError(
                     f"checkpoint boot of {topology} failed ({why}); log: {failed}/boot.log:\n"
                     + "\n".join(text.splitlines()[-15:]))
