@@ -83,6 +83,9 @@ def register(subparsers: Any) -> None:
     maxload.add_argument("--seeds", type=int, default=1,
                          help="run the two loads that end the search at this many seeds "
                          "each; a load meets QoS when most of its runs do (default 1)")
+    maxload.add_argument("--first-step", type=float,
+                         help="when --start is a good guess: step from it by this fraction, "
+                         "tripling with each further step (default: double or halve)")
     maxload.add_argument("--out", type=Path)
     maxload.add_argument("--backend", choices=("auto", "gem5", "qemu"))
     _add_execution(maxload)
@@ -227,7 +230,7 @@ def _maxload(args: argparse.Namespace) -> int:
         _execute(campaign, args)
 
     result = find_max_load(campaign, args.app, make_runs, args.start, args.tolerance,
-                           seeds=args.seeds)
+                           seeds=args.seeds, first_step=args.first_step)
     hi = f"{result.first_miss_rps:g}" if result.first_miss_rps is not None else "not reached"
     print(f"max load of {args.app} under p99 <= {result.qos_ns / 1e6:g} ms: "
           f"{result.max_load_rps:g} rps (first miss at {hi}; {len(result.probes)} runs at "

@@ -8,6 +8,12 @@ before anything new is run.  Probe loads are rounded to ``SIGNIFICANT`` digits s
 searches meet on the same points.  The search ends when the highest load meeting QoS and
 the lowest missing it are within ``tolerance`` of each other.
 
+Until a load has met QoS and one has missed it, the search steps away from its start: by
+doubling (halving) by default, or, when the start is a good guess (a model's prediction,
+``first_step``), by a step that starts at ``first_step`` of the load and triples with each
+further move (1.1x, 1.3x, 1.9x, then 2x for 0.1), so that a prediction within 10 % is
+bracketed by its second probe.
+
 One run's verdict near the knee is noisy: a burst of a few dozen late requests (a guest
 timer, a page move) decides a p99 over a few thousand.  With ``seeds`` > 1 (the template's
 seed and the next ones) a load meets QoS when more than half of its runs meet it (a tie is
@@ -128,10 +134,12 @@ def known_points(campaign: Campaign, app: str, seeds: int = 1) -> Known:
 
 def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                   start_rps: float | None = None, tolerance: float = 0.05,
-                  log: Callable[[str], None] = print, seeds: int = 1) -> MaxLoad:
+                  log: Callable[[str], None] = print, seeds: int = 1,
+                  first_step: float | None = None) -> MaxLoad:
     """Bisect on RPS until the knee is within ``tolerance``; ``make_runs`` makes every
     pending run of the campaign (an executor).  ``seeds`` > 1 confirms the final
-    bracket with that many seeds a load (module docstring)."""
+    bracket with that many seeds a load; ``first_step`` steps from a good start by
+    a widening fraction instead of a factor of 2 (module docstring)."""
     spec = campaign.spec
     app_spec = spec.apps.get(app)
     if app_spec is None or app_spec.qos_ns is None:
@@ -140,6 +148,9 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     if seeds < 1:
         raise CampaignError(f"max-load search of {app}: seeds is {seeds}; give 1 (each load "
                             "once) or more (the final bracket's loads at that many seeds)")
+    if first_step is not None and not 0 < first_step < 1:
+        raise CampaignError(f"max-load search of {app}: first step {first_step:g}; give a "
+                            "fraction of the start load between 0 and 1 (0.1: 10 %)")
     qos = app_spec.qos_ns
     start = start_rps or (app_spec.max_rps or 0.0)
     if start <= 0:
@@ -195,10 +206,14 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     all_seeds = range(first_seed, first_seed + seeds)
     outvoted = False  # a seed was outvoted: new loads are run at every seed
 
+    last: tuple[float, bool] | None = None  # the last probe's load and verdict
+
     def probe(rps: float) -> None:
+        nonlocal last
         rps = round_rps(rps)
         if rps not in known:
             run_all([(rps, seed) for seed in (all_seeds if outvoted else [first_seed])])
+        last = (rps, meets(rps))
 
     def complete(rps: float) -> bool:
         return all(seed in known.get(rps, {}) for seed in all_seeds)
@@ -212,25 +227,47 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                 break
         return [rps for rps in loads if not complete(rps)]
 
+    moves = 0  # steps made from the start: each widens the next (first_step)
+
+    def step() -> float:
+        return 2.0 if first_step is None else min(2.0, 1 + first_step * 3 ** moves)
+
+    def stepped(lo: float, hi: float) -> float | None:
+        """With ``first_step``: the next step from the last probe (an end of the bracket
+        [lo, hi]) into the bracket, when it is nearer that probe than the middle is."""
+        if first_step is None or last is None:
+            return None
+        rps, met = last
+        if met and rps == lo and lo * step() < (lo + hi) / 2:
+            return lo * step()
+        if not met and rps == hi and hi / step() > (lo + hi) / 2:
+            return hi / step()
+        return None
+
     probes_made = 0
     for _ in range(3 * MAX_PROBES):
         if probes_made >= MAX_PROBES:
             break
         lo, hi = bounds()
         if hi is None:  # nothing missed QoS yet: go up
-            probe(max(lo * 2, start))
+            target = max(lo * step(), start)
+            probe(target)
             probes_made += 1
+            moves += 1 if target > start else 0
             continue
         if lo == 0.0 and min(known) >= hi:  # everything missed QoS: go down
-            if hi / 2 < 1e-3:
+            if hi / step() < 1e-3:
                 break
-            probe(hi / 2)
+            probe(hi / step())
             probes_made += 1
+            moves += 1
             continue
-        middle = round_rps((lo + hi) / 2)
-        if hi - lo > tolerance * hi and middle not in known and middle not in (lo, hi):
-            probe(middle)
+        nearer = stepped(lo, hi)
+        target = round_rps(nearer if nearer is not None else (lo + hi) / 2)
+        if hi - lo > tolerance * hi and target not in known and target not in (lo, hi):
+            probe(target)
             probes_made += 1
+            moves += 1 if nearer is not None else 0
             continue
         loads = to_confirm(lo)
         if not loads:

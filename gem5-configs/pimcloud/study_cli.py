@@ -27,7 +27,9 @@ from .runs.study import Cell, StudySpec, each_cell, load_study, resolve_study_pa
 STUDY_RECORD = "study.json"
 
 
-def _selected(study: StudySpec, only: str | None, services: str | None) -> set[tuple[str, str]]:
+def _selected(study: StudySpec, only: str | None, services: str | None,
+              cells: str | None = None) -> set[str]:
+    """The chosen cells' names: presets x services, narrowed to ``cells`` when given."""
     presets = set(only.split(",")) if only else set(study.presets)
     names = set(services.split(",")) if services else set(study.services)
     for preset in presets - set(study.presets):
@@ -36,8 +38,14 @@ def _selected(study: StudySpec, only: str | None, services: str | None) -> set[t
     for name in names - set(study.services):
         raise ValueError(f"--services {name}: not a service of study {study.name} "
                          f"({', '.join(study.services)})")
-    return {(c.preset, c.service) for c in study.cells()
-            if c.preset in presets and c.service in names}
+    chosen = {c.name for c in study.cells() if c.preset in presets and c.service in names}
+    if cells is None:
+        return chosen
+    wanted = set(cells.split(","))
+    for name in wanted - chosen:
+        raise ValueError(f"--cells {name}: not a cell of study {study.name} among the "
+                         f"chosen presets and services (`pimcloud study plan` lists them)")
+    return wanted
 
 
 def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
@@ -98,7 +106,7 @@ def _plan(args: argparse.Namespace) -> int:
     from .runs.status import format_seconds
 
     study = load_study(args.spec)
-    chosen = _selected(study, args.only, args.services)
+    chosen = _selected(study, args.only, args.services, args.cells)
     root = (args.out or DEFAULT_OUT / study.name).resolve()
     boots: dict[str, float] = {}
     setups: list[float] = []
@@ -107,7 +115,7 @@ def _plan(args: argparse.Namespace) -> int:
     jobs = 0
     done = 0
     for cell, spec_path, folder in each_cell(study, root):
-        if (cell.preset, cell.service) not in chosen:
+        if cell.name not in chosen:
             continue
         if _cell_done(folder):
             done += 1
@@ -140,7 +148,7 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_study(study: StudySpec, root: Path, chosen: set[tuple[str, str]], jobs: int,
+def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
               executor: str, log: Any = print) -> int:
     """Make every chosen cell's campaign, ``jobs`` cells at a time (local) or all at once
     (Slurm, not waiting); 0 when every cell finished."""
@@ -150,7 +158,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[tuple[str, str]], jobs: 
 
     cells = []
     for cell, spec_path, folder in each_cell(study, root):
-        if (cell.preset, cell.service) not in chosen:
+        if cell.name not in chosen:
             continue
         caveat = gem5_caveat(cell.service) if study.backend == "gem5" else ""
         if caveat:
@@ -183,7 +191,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[tuple[str, str]], jobs: 
 
 def _run(args: argparse.Namespace) -> int:
     study = load_study(args.spec)
-    chosen = _selected(study, args.only, args.services)
+    chosen = _selected(study, args.only, args.services, args.cells)
     root = _study_root(study, args.out)
     jobs = args.jobs or len(os.sched_getaffinity(0))
     return run_study(study, root, chosen, jobs, args.executor)
@@ -204,7 +212,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     """Direct max-load searches of the named cells (or the spec's ``validate`` list),
-    each starting from the model's prediction."""
+    each starting from the model's prediction and stepping from it by ``--first-step``."""
     from .analysis.characterisation import predicted_max_load
     from .runs.campaign import open_campaign
     from .runs.cli import execute
@@ -224,7 +232,8 @@ def _validate(args: argparse.Namespace) -> int:
             execute(campaign, "local", jobs=args.jobs, live=False)
 
         result = find_max_load(campaign, service, make_runs, start, args.tolerance,
-                               seeds=args.seeds)
+                               seeds=args.seeds,
+                               first_step=args.first_step or args.tolerance)
         print(f"{cell.name}: measured max load {result.max_load_rps:g} rps "
               f"({len(result.probes)} runs at {len(result.loads)} loads)")
     return 0
@@ -263,6 +272,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         parser.add_argument("spec", help="a study spec file, or a name in runs/studies/")
         parser.add_argument("--only", help="presets, comma-separated (default: all)")
         parser.add_argument("--services", help="services, comma-separated (default: all)")
+        parser.add_argument("--cells", help="cells by name, comma-separated (e.g. "
+                            "arch9-kvstore: first touch alone; default: every placement)")
         parser.add_argument("--out", type=Path, help="study folder (default runs/out/<name>)")
         parser.add_argument("--jobs", type=int, default=0,
                             help="cells made at once (default: the machine's cores)")
@@ -281,6 +292,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     validate.add_argument("study", type=Path)
     validate.add_argument("--cell", action="append", help="preset/service (repeatable)")
     validate.add_argument("--tolerance", type=float, default=0.1)
+    validate.add_argument("--first-step", type=float,
+                          help="the first step from the prediction, a fraction of it; it "
+                          "triples with each further step (default: the tolerance)")
     validate.add_argument("--seeds", type=int, default=1,
                           help="confirm the final bracket's loads at this many seeds each")
     validate.add_argument("--jobs", type=int, default=1,

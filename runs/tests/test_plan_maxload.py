@@ -273,3 +273,37 @@ def test_a_search_out_of_probes_says_it_is_not_confirmed(
     assert any("not confirmed" in line for line in said), said
     saved = json.loads((tmp_path / "out" / "maxload-kvstore.json").read_text())
     assert saved["confirmed"] is False
+
+
+@pytest.mark.parametrize("start", [720.0, 850.0])
+def test_a_first_step_brackets_a_good_start_in_fewer_probes_than_doubling(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, start: float) -> None:
+    """A start near the knee (a model's prediction: 770 rps meets a 20 ms QoS): a widening
+    step from it finds the knee with fewer runs than doubling or halving."""
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    found = {}
+    for first_step in (None, 0.1):
+        name = "double" if first_step is None else "step"
+        # The template is one run at 300 rps (as a study cell's sampled run).
+        spec = write_spec(name, extra="")
+        text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
+        text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
+                            "\"default\"]\n", "")
+        spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.3'))
+        campaign = prepare_campaign(spec, tmp_path / name)
+        found[name] = find_max_load(
+            campaign, "kvstore", lambda c=campaign: execute(c, "local", jobs=2, live=False),
+            start_rps=start, tolerance=0.1, log=lambda _: None, first_step=first_step)
+    for result in found.values():
+        assert result.first_miss_rps is not None and 680 <= result.max_load_rps <= 800
+        assert result.first_miss_rps - result.max_load_rps <= 0.1 * result.first_miss_rps
+    assert len(found["step"].probes) < len(found["double"].probes), found
+    assert start in {p["rps"] for p in found["step"].probes}
+
+
+def test_a_first_step_outside_zero_to_one_is_refused(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    campaign = prepare_campaign(write_spec(extra=""), tmp_path / "out")
+    with pytest.raises(Exception, match="between 0 and 1"):
+        find_max_load(campaign, "kvstore", lambda: None, start_rps=400, first_step=2.0)

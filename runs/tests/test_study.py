@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from pimcloud.runs.spec import parse_spec
 from pimcloud.runs.study import StudyError, load_study, parse_study, to_toml
-from pimcloud.study_cli import run_order
+from pimcloud.study_cli import _selected, run_order
 from pimcloud.workloads.services import SERVICES
 
 STUDY = """
@@ -103,6 +103,17 @@ def test_parallel_jobs_take_different_presets() -> None:
     assert order == ["arch1-kvstore", "arch8-kvstore", "arch1-imgdnn", "arch8-imgdnn"]
     assert [c.name for c in run_order(study.cells(), jobs=1)][:2] == ["arch1-kvstore",
                                                                       "arch1-imgdnn"]
+
+
+def test_cells_narrow_a_selection_to_named_cells() -> None:
+    text = PROJECT_STUDY.replace('presets = ["arch1", "arch8"]', 'presets = ["arch1", "arch9"]')
+    text = text.replace("validate =", 'placements = ["ft", "cc"]\nvalidate =')
+    study = parse_study(tomllib.loads(text))
+    every = _selected(study, "arch9", "kvstore")
+    assert every == {"arch9-kvstore", "arch9-kvstore-cc"}
+    assert _selected(study, "arch9", "kvstore", "arch9-kvstore") == {"arch9-kvstore"}
+    with pytest.raises(ValueError, match="--cells arch1-kvstore: not a cell"):
+        _selected(study, "arch9", None, "arch1-kvstore")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
