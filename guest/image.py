@@ -7,9 +7,12 @@ each cached in ``$PIMCLOUD_CACHE/image/`` (default ``<repo>/.cache/image/``):
    rebuild never downloads again;
 2. ``rootfs-<key>/``: that tarball installed (``--unpack-tarball``) and scrubbed of
    build-time noise (logs, caches, dates), so the same list gives the same tree;
-3. ``pimcloud-root.ext4``: a copy of that tree plus /opt/pimcloud (our binaries),
+3. ``pimcloud-root-<key>.ext4``: a copy of that tree plus /opt/pimcloud (our binaries),
    /sbin/pimcloud-init (our init) and the image hooks, packed with ``mkfs.ext4 -d``
-   (no mount), with a fixed UUID, hash seed and SOURCE_DATE_EPOCH.
+   (no mount), with a fixed UUID, hash seed and SOURCE_DATE_EPOCH; ``pimcloud-root.ext4``
+   links to the newest.  A campaign records the keyed file, so a rebuild for a new
+   campaign leaves the image of one still running in place (the last ``KEEP_IMAGES``
+   are kept).
 
 Only step 3 reruns when our binaries or init change; steps 1-2 rerun when the package
 list, the mirror or the suite change.
@@ -52,7 +55,8 @@ ROOT_DEVICES = {"gem5": "/dev/sda", "qemu": "/dev/vda"}
 # 2025-01-01T00:00:00Z unless the caller sets SOURCE_DATE_EPOCH.
 DEFAULT_SOURCE_DATE_EPOCH = 1735689600
 RECIPE_VERSION = 1
-IMAGE_NAME = "pimcloud-root.ext4"
+IMAGE_NAME = "pimcloud-root.ext4"  # a link to the newest keyed image
+KEEP_IMAGES = 3  # keyed images kept: campaigns started on an older build still find theirs
 
 
 class ImageBuildError(RuntimeError):
@@ -405,6 +409,41 @@ def _clamp_inode_times(root: Path, image: Path, epoch: int, log_file: Path) -> N
                               f"{'; '.join(errors[:5]) or result.returncode}")
 
 
+def keyed_image(folder: Path, key: str) -> Path:
+    return folder / f"pimcloud-root-{key[:16]}.ext4"
+
+
+def _point(link: Path, image: Path) -> None:
+    """Make ``link`` name ``image`` (relative, replaced in one step)."""
+    if link.is_symlink() and os.readlink(link) == image.name:
+        return
+    partial = link.with_name(f".{link.name}.{os.getpid()}")
+    partial.unlink(missing_ok=True)
+    partial.symlink_to(image.name)
+    os.replace(partial, link)
+
+
+def _keep_unlinked_image(link: Path, stamp: Path) -> None:
+    """An image built before images were keyed is a file where the link goes: keep it
+    under its own key (from the stamp) instead of replacing it."""
+    if link.is_symlink() or not link.is_file():
+        return
+    try:
+        key = str(json.loads(stamp.read_text()).get("key") or "")
+    except (OSError, ValueError):
+        key = ""
+    if re.fullmatch(r"[0-9a-f]{16,}", key) and not keyed_image(link.parent, key).exists():
+        os.replace(link, keyed_image(link.parent, key))
+
+
+def _prune_images(folder: Path, current: Path) -> None:
+    """Keep the newest ``KEEP_IMAGES`` keyed images (``current`` among them)."""
+    images = sorted((p for p in folder.glob("pimcloud-root-*.ext4") if p != current),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in images[KEEP_IMAGES - 1:]:
+        old.unlink(missing_ok=True)
+
+
 def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
     """Build the guest root image, or return the cached one if none of its inputs changed."""
     start = time.monotonic()
@@ -415,7 +454,7 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
                         str(source_date_epoch()).encode()])
     folder = image_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    image = folder / IMAGE_NAME
+    link = folder / IMAGE_NAME
     stamp = folder / "image.json"
     with _locked(folder / ".lock"):
         log_file = folder / "build.log"
@@ -426,11 +465,10 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
             key = _digest([base_key.encode(), tree_digest(Path(binaries)),
                            tree_digest(INIT_DIR),
                            *(_hook_digest(p) for p in hooks)])
-            try:
-                current = json.loads(stamp.read_text()).get("key") == key and image.exists()
-            except (OSError, ValueError):
-                current = False
-            if current and not force:
+            image = keyed_image(folder, key)
+            _keep_unlinked_image(link, stamp)
+            if image.is_file() and not force:
+                _point(link, image)
                 seconds = time.monotonic() - start
                 log(f"image: up to date ({image}, {image.stat().st_size:,} B), "
                     f"checked in {seconds:.2f} s")
@@ -452,6 +490,8 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
                 partial = staging / IMAGE_NAME
                 pack_ext4(tree, partial, key, log_file)
                 os.replace(partial, image)
+                _point(link, image)
+                _prune_images(folder, image)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         atomic_write_text(folder / "packages.json", json.dumps(installed, indent=1) + "\n")

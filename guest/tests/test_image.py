@@ -11,14 +11,20 @@ from pathlib import Path
 
 import pytest
 from pimcloud.guest.image import (
+    IMAGE_NAME,
     INIT_DIR,
     INIT_PATH,
+    KEEP_IMAGES,
     PACKAGES_FILE,
     ImageArtifacts,
     ImageBuildError,
     _clamp_times,
+    _keep_unlinked_image,
+    _point,
+    _prune_images,
     build_image,
     debian_mirror,
+    keyed_image,
     pack_ext4,
     read_package_list,
     root_args,
@@ -158,6 +164,35 @@ def test_unchanged_rebuild_does_nothing(image: ImageArtifacts) -> None:
     again = build_image(log=lambda _line: None)
     assert again.path == image.path
     assert again.path.stat().st_mtime_ns == before
+
+
+def test_a_rebuild_keeps_the_image_a_running_campaign_recorded(tmp_path: Path) -> None:
+    """Images are keyed files behind one link: a campaign's recorded image survives the
+    next build; one built before keys is kept under its stamp's key; the oldest go."""
+    link, stamp = tmp_path / IMAGE_NAME, tmp_path / "image.json"
+    link.write_bytes(b"unkeyed image")
+    stamp.write_text(json.dumps({"key": "ab" * 32}))
+    _keep_unlinked_image(link, stamp)
+    kept = keyed_image(tmp_path, "ab" * 32)
+    assert kept.read_bytes() == b"unkeyed image" and not link.exists()
+    images = []
+    for number in range(KEEP_IMAGES + 1):
+        image = keyed_image(tmp_path, f"{number:016x}")
+        image.write_bytes(b"image %d" % number)
+        time.sleep(0.01)
+        _point(link, image)
+        _prune_images(tmp_path, image)
+        images.append(image)
+        assert link.is_symlink() and link.read_bytes() == image.read_bytes()
+    left = sorted(p.name for p in tmp_path.glob("pimcloud-root-*.ext4"))
+    assert left == sorted(p.name for p in images[-KEEP_IMAGES:]), left
+    # A placeholder key (not a digest) is not kept: the next link replaces the file.
+    placeholder = tmp_path / "other"
+    placeholder.mkdir()
+    (placeholder / IMAGE_NAME).write_bytes(b"x")
+    (placeholder / "image.json").write_text('{"key": "placeholder"}')
+    _keep_unlinked_image(placeholder / IMAGE_NAME, placeholder / "image.json")
+    assert list(placeholder.glob("pimcloud-root-*")) == []
 
 
 @pytest.mark.skipif(shutil.which("mkfs.ext4") is None, reason="mkfs.ext4 missing: e2fsprogs")
