@@ -29,7 +29,7 @@ from matplotlib.ticker import EngFormatter
 from ..atomic import atomic_write_text
 from ..runs.maxload import early_stop_of, meets_qos
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudySpec
-from ..workloads.records import read_lats_bin, read_request_table
+from ..workloads.records import SERIAL_COLUMN, read_lats_bin, read_request_table
 from ..workloads.services import SERVICES
 from . import figures
 from .paper_values import ARCHITECTURES, paper_table_iii
@@ -52,10 +52,13 @@ class CellResult:
     folder: Path  # the cell's campaign
     setup_host_seconds: float = float("nan")  # of its app checkpoint (shared by its runs)
     carried: bool = False  # made by an earlier study part: from the reference's samples
+    # Of each sampled request's time, the part in the service's serial section (oltp's
+    # one writer); None when the service has none or its runs did not say.
+    serial_ns: np.ndarray | None = None
 
     @property
     def queue(self) -> MGk:
-        return MGk(self.service_ns, self.cell.cores)
+        return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -95,10 +98,19 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     return service + rng.choice(handover, size=len(service))
 
 
+def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
+    """Each request's time in the service's serial section (requests.csv's ``serial_ns``),
+    or None when the table has no such column or no request entered one."""
+    if SERIAL_COLUMN not in requests.columns:
+        return None
+    serial = requests[SERIAL_COLUMN].to_numpy(dtype=float)
+    return serial if (serial > 0).any() else None
+
+
 def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float] | None = None
+    sample: tuple[np.ndarray, float, np.ndarray | None] | None = None
     setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
@@ -125,12 +137,13 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
                      "run_id": record["run_id"]})
         if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
-            sample = (service, float(execution.get("host_seconds") or np.nan))
+            sample = (service, float(execution.get("host_seconds") or np.nan),
+                      serial_of(lats))
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
     return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
-                      folder, setup)
+                      folder, setup, serial_ns=sample[2])
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -166,7 +179,9 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
         "dynamic": r.cell.dynamic, "cores": r.cell.cores, "core_type": r.cell.core_type,
         "sample_rps": r.cell.sample_rps, "host_seconds": r.host_seconds,
         "setup_host_seconds": r.setup_host_seconds,
-        "occupied_ns": np.round(r.service_ns).astype(np.int64)}) for r in results]
+        "occupied_ns": np.round(r.service_ns).astype(np.int64),
+        SERIAL_COLUMN: (np.zeros(len(r.service_ns), dtype=np.int64) if r.serial_ns is None
+                        else np.round(r.serial_ns).astype(np.int64))}) for r in results]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -194,7 +209,8 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                              "points.csv with the samples (both come from one report)")
         found.append(CellResult(cell, group["occupied_ns"].to_numpy(dtype=float),
                                 mine.sort_values("rps"), float(first["host_seconds"]), folder,
-                                float(first["setup_host_seconds"]), carried=True))
+                                float(first["setup_host_seconds"]), carried=True,
+                                serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0}))))
     return found
 
 

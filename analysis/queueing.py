@@ -7,6 +7,12 @@ drawn from the ones measured in gem5 on that architecture.  The simulation uses 
 random numbers, so the predicted p99 rises monotonically with the load and a bisection on
 the load finds the max load under QoS exactly for that sample.
 
+A service with a serial section (oltp: SQLite's one writer, which NewOrder, Payment and
+Delivery hold in turn) says per request how long it held it (``serial_ns``, requests.csv);
+the simulation then queues those requests on one such section too: a request on a worker
+first waits for the section (FIFO), holds it for its serial time, then finishes the rest
+of its service.  Without that, k workers look k times as strong as one writer lets them be.
+
 What it leaves out, and the direct measurements check: service times that change with the
 load (shared caches, memory bandwidth, the OS), and the harness's own thread.
 """
@@ -25,33 +31,53 @@ PERCENTILE = 99.0
 
 @dataclass(frozen=True)
 class MGk:
-    """A k-server FCFS queue over an empirical service-time distribution (ns)."""
+    """A k-server FCFS queue over an empirical service-time distribution (ns), with one
+    serial section where ``serial_ns`` (paired with ``service_ns``, part of it) says so."""
 
     service_ns: np.ndarray
     servers: int
     requests: int = DEFAULT_REQUESTS
     seed: int = 1
+    serial_ns: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.servers < 1:
             raise ValueError(f"servers = {self.servers}: a queue needs at least one")
         if len(self.service_ns) == 0:
             raise ValueError("no service times: measure the service first")
+        serial = np.zeros(len(self.service_ns)) if self.serial_ns is None else \
+            np.asarray(self.serial_ns, dtype=float)
+        if len(serial) != len(self.service_ns):
+            raise ValueError(f"{len(serial)} serial times for {len(self.service_ns)} "
+                             "service times: give one a request (0 outside the section)")
+        service = np.asarray(self.service_ns, dtype=float)
+        if (serial > service).any():
+            raise ValueError("a serial time exceeds its request's service time: the serial "
+                             "section is part of the service")
+        object.__setattr__(self, "serial_ns", serial)
         rng = np.random.default_rng(self.seed)
         # Common random numbers: one draw of unit gaps and services for every load.
         object.__setattr__(self, "_gaps", rng.exponential(1.0, self.requests))
         draw = rng.integers(0, len(self.service_ns), self.requests)
-        object.__setattr__(self, "_services",
-                           np.asarray(self.service_ns, dtype=float)[draw])
+        object.__setattr__(self, "_services", service[draw])
+        object.__setattr__(self, "_serial", serial[draw])
 
     @property
     def mean_service_ns(self) -> float:
         return float(np.mean(self.service_ns))
 
     @property
+    def mean_serial_ns(self) -> float:
+        return 0.0 if self.serial_ns is None else float(np.mean(self.serial_ns))
+
+    @property
     def capacity_rps(self) -> float:
-        """The load at which the servers would be busy all the time."""
-        return self.servers / (self.mean_service_ns * 1e-9)
+        """The load at which the servers, or the serial section, would be busy all the
+        time."""
+        workers = self.servers / (self.mean_service_ns * 1e-9)
+        if self.mean_serial_ns <= 0:
+            return workers
+        return min(workers, 1 / (self.mean_serial_ns * 1e-9))
 
     def sojourn_ns(self, rps: float) -> np.ndarray:
         """Each request's sojourn (queue + service) at ``rps``, warm-up dropped."""
@@ -59,11 +85,17 @@ class MGk:
             raise ValueError(f"rps = {rps}: the load must be positive")
         arrivals = np.cumsum(self._gaps) * (1e9 / rps)  # type: ignore[attr-defined]
         services = self._services  # type: ignore[attr-defined]
+        serial = self._serial  # type: ignore[attr-defined]
         free = [0.0] * self.servers  # when each server is next free (a min-heap)
+        section_free = 0.0  # when the serial section is next free
         out = np.empty(self.requests)
         for index in range(self.requests):
             arrival = arrivals[index]
+            # Workers start requests in arrival order, so they reach the section in it too.
             start = max(arrival, free[0])
+            if serial[index] > 0:
+                start = max(start, section_free)
+                section_free = start + serial[index]
             end = start + services[index]
             heapq.heapreplace(free, end)
             out[index] = end - arrival

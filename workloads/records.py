@@ -26,6 +26,9 @@ REQUEST_COLUMNS = (
     "sojourn_ns",
 )
 LATS_FIELDS = ("queue_ns", "service_ns", "sojourn_ns")
+# Optional in a request table (harness records.h): of service_ns, the time the request held
+# its service's serial section (oltp's one writer); tables made before it have none.
+SERIAL_COLUMN = "serial_ns"
 
 
 class ResultsWarning(UserWarning):

@@ -200,3 +200,35 @@ def test_reference_samples_become_carried_cells_and_need_their_point(tmp_path: P
     assert results_from_samples(samples, points, tmp_path, made={"arch8-kvstore"}) == []
     with pytest.raises(ValueError, match=r"no run of it at its sampled 32000 rps"):
         results_from_samples(samples, points.assign(rps=8000.0), tmp_path, made=set())
+
+
+def test_serial_times_reach_the_model_and_survive_the_reference(tmp_path: Path) -> None:
+    """A cell whose requests say how long they held the service's serial section (oltp)
+    is modelled with it, in the study and from the reference's samples alike; a sample
+    without the column (older references) models without it."""
+    from pimcloud.analysis.characterisation import (
+        results_from_samples,
+        samples_table,
+        serial_of,
+    )
+    from pimcloud.runs.study import Cell
+
+    frame = requests([(i * 10_000, i * 10_000 + 10, i * 10_000 + 1010) for i in range(300)])
+    assert serial_of(frame) is None
+    assert serial_of(frame.assign(serial_ns=0)) is None
+    frame["serial_ns"] = 900
+    serial = serial_of(frame)
+    assert serial is not None and serial.tolist() == [900.0] * 300
+    cell = Cell("arch1", "oltp", 4, "brawny", 667.0)
+    points = pd.DataFrame([{"preset": "arch1", "app": "oltp", "rps": 667.0, "requests": 300,
+                            "p99_ns": 2000.0}])
+    result = CellResult(cell, frame["service_ns"].to_numpy(dtype=float), points, 1.0,
+                        tmp_path, serial_ns=serial)
+    # One section of 0.9 us a request bounds the 4 workers at 1.11 M rps, not 4 M.
+    assert result.queue.capacity_rps == pytest.approx(1e9 / 900)
+    table = samples_table([result])
+    [again] = results_from_samples(table, points, tmp_path, made=set())
+    assert again.serial_ns is not None and again.queue.capacity_rps == pytest.approx(1e9 / 900)
+    [older] = results_from_samples(table.drop(columns=["serial_ns"]), points, tmp_path,
+                                   made=set())
+    assert older.serial_ns is None and older.queue.capacity_rps == pytest.approx(4e9 / 1000)

@@ -75,3 +75,37 @@ def test_bad_input_names_the_problem() -> None:
         MGk(np.array([]), servers=2)
     with pytest.raises(ValueError, match="at least one"):
         MGk(np.ones(3), servers=0)
+
+
+def test_a_serial_section_held_for_the_whole_service_makes_k_workers_one() -> None:
+    # Every request holds the one section for all of its service: M/M/k becomes M/M/1
+    # (oltp's writer taken by every transaction), whatever k.
+    services = exponential_services(1e6)
+    queue = MGk(services, servers=4, requests=200_000, serial_ns=services)
+    mu = 1e9 / queue.mean_service_ns
+    assert queue.capacity_rps == pytest.approx(mu)
+    for load in (0.3, 0.6):
+        expected = math.log(100) / (mu * (1 - load)) * 1e9
+        assert queue.p99_ns(load * mu) == pytest.approx(expected, rel=0.1)
+
+
+def test_no_serial_time_is_the_plain_queue_and_some_lowers_the_max_load() -> None:
+    services = exponential_services(1e6, 5000)
+    plain = MGk(services, servers=4, requests=50_000)
+    none = MGk(services, servers=4, requests=50_000, serial_ns=np.zeros(len(services)))
+    assert np.array_equal(plain.sojourn_ns(2000.0), none.sojourn_ns(2000.0))
+    # Half the requests hold the section for 60 % of their service: it, not the 4 workers,
+    # bounds the load (1 / 0.3 ms = 3,330 rps against 4,000).
+    writers = np.arange(len(services)) % 2 == 0
+    serial = np.where(writers, 0.6 * services, 0.0)
+    queue = MGk(services, servers=4, requests=50_000, serial_ns=serial)
+    assert queue.capacity_rps == pytest.approx(1e9 / np.mean(serial))
+    assert queue.capacity_rps < plain.capacity_rps
+    assert queue.max_load(10e6) < 0.9 * plain.max_load(10e6)
+
+
+def test_bad_serial_times_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="one a request"):
+        MGk(np.ones(3), servers=2, serial_ns=np.ones(2))
+    with pytest.raises(ValueError, match="part of the service"):
+        MGk(np.ones(3), servers=2, serial_ns=np.full(3, 2.0))

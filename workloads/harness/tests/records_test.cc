@@ -50,10 +50,11 @@ TEST(Records, LatsBinIsThreeUint64PerRequestQueueServiceSojourn) {
 
 TEST(Records, CsvHasTheDocumentedColumns) {
   const std::string path = temp_dir() + "/requests.csv";
-  write_requests_csv(path, {{7, 2, 100, 150, 400, 250}});
+  write_requests_csv(path, {{7, 2, 100, 150, 400, 250, 120}});
   EXPECT_EQ(slurp(path),
-            "request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns\n"
-            "7,2,100,150,400,50,250,300\n");
+            "request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,"
+            "serial_ns\n"
+            "7,2,100,150,400,50,250,300,120\n");
 }
 
 TEST(Records, QuantileIsNearestRank) {

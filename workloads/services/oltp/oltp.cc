@@ -203,19 +203,23 @@ class Oltp final : public Service {
     std::istringstream in(request.body);
     char kind = 0;
     in >> kind;
+    std::uint64_t serial = 0;  // time holding the writer (its SerialSection)
+    Response response;
     try {
       switch (kind) {
-        case 'N': return new_order(c, in);
-        case 'P': return payment(c, in);
-        case 'O': return order_status(c, in);
-        case 'D': return delivery(c, in);
-        case 'S': return stock_level(c, in);
-        default: return {"ERROR unknown transaction"};
+        case 'N': response = new_order(c, in, serial); break;
+        case 'P': response = payment(c, in, serial); break;
+        case 'O': response = order_status(c, in); break;
+        case 'D': response = delivery(c, in, serial); break;
+        case 'S': response = stock_level(c, in); break;
+        default: response = {"ERROR unknown transaction"};
       }
     } catch (const std::exception& e) {
       c.exec("ROLLBACK");
-      return {std::string("ERROR ") + e.what()};
+      response = {std::string("ERROR ") + e.what()};
     }
+    response.serial_ns = serial;
+    return response;
   }
 
   bool check(const Request& request, const Response& response) override {
@@ -254,7 +258,7 @@ class Oltp final : public Service {
   }
 
  private:
-  Response new_order(Connection& c, std::istream& in) {
+  Response new_order(Connection& c, std::istream& in, std::uint64_t& serial) {
     int w, d, cu;
     in >> w >> d >> cu;
     std::vector<std::pair<int, int>> lines;
@@ -263,7 +267,7 @@ class Oltp final : public Service {
       const auto colon = item.find(':');
       lines.emplace_back(std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1)));
     }
-    std::lock_guard writer(writer_);
+    SerialSection writer(writer_, serial);
     c.exec("BEGIN IMMEDIATE");
     const auto district = c.query(
         "SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?", w, d);
@@ -301,11 +305,11 @@ class Oltp final : public Service {
     return {out};
   }
 
-  Response payment(Connection& c, std::istream& in) {
+  Response payment(Connection& c, std::istream& in, std::uint64_t& serial) {
     int w, d, cu;
     double amount;
     in >> w >> d >> cu >> amount;
-    std::lock_guard writer(writer_);
+    SerialSection writer(writer_, serial);
     c.exec("BEGIN IMMEDIATE");
     c.query("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", amount, w);
     c.query("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?", amount, w, d);
@@ -336,10 +340,10 @@ class Oltp final : public Service {
             std::to_string(balance.at(0).at(0))};
   }
 
-  Response delivery(Connection& c, std::istream& in) {
+  Response delivery(Connection& c, std::istream& in, std::uint64_t& serial) {
     int w, carrier;
     in >> w >> carrier;
-    std::lock_guard writer(writer_);
+    SerialSection writer(writer_, serial);
     c.exec("BEGIN IMMEDIATE");
     int delivered = 0;
     for (int d = 1; d <= kDistricts; ++d) {

@@ -2,9 +2,11 @@
 // make a request, how to serve one, and how to check an answer (Tailbench's shape).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -18,6 +20,31 @@ struct Request {
 
 struct Response {
   std::string body;
+  // Time this request held the service's serial section (SerialSection), 0 if none.
+  std::uint64_t serial_ns = 0;
+};
+
+// A service's serial section: a lock that requests of some kinds hold in turn (SQLite's one
+// writer). Held from construction to destruction; the hold time (not the wait for it) is
+// added to `serial_ns`, which the service returns in its Response, so that a model of the
+// service can queue requests on one such section as the service does (requests.csv's
+// serial_ns, analysis/queueing.py).
+class SerialSection {
+ public:
+  SerialSection(std::mutex& lock, std::uint64_t& serial_ns)
+      : guard_(lock), held_(std::chrono::steady_clock::now()), serial_ns_(serial_ns) {}
+  ~SerialSection() {
+    serial_ns_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - held_)
+                                                 .count());
+  }
+  SerialSection(const SerialSection&) = delete;
+  SerialSection& operator=(const SerialSection&) = delete;
+
+ private:
+  std::lock_guard<std::mutex> guard_;
+  std::chrono::steady_clock::time_point held_;
+  std::uint64_t& serial_ns_;
 };
 
 // What a service is given at start: its data set and its own key=value options.
