@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pimcloud.runs.campaign import prepare_campaign
+from pimcloud.runs.campaign import Campaign, prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.maxload import MaxLoad, find_max_load
 from pimcloud.runs.speeds import record_speed, speed_of
@@ -93,12 +93,7 @@ def test_a_template_at_the_start_load_is_the_first_probe_not_made_twice(
         fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
-    spec = write_spec(extra="")
-    text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
-    text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", \"default\"]\n",
-                        "")
-    spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.4'))
-    campaign = prepare_campaign(spec, tmp_path / "out")
+    campaign = one_point_campaign(write_spec, tmp_path, "out", load=0.4)
     assert [run.axes_record()["rps"] for run in campaign.runs()] == [400.0]
     result = find_max_load(campaign, "kvstore",
                            lambda: execute(campaign, "local", jobs=2, live=False),
@@ -132,6 +127,17 @@ def test_max_load_with_early_stop_finds_the_same_knee(
     assert found[True].max_load_rps == found[False].max_load_rps
 
 
+def one_point_campaign(write_spec: Callable[..., Path], tmp_path: Path, name: str,
+                       load: float) -> Campaign:
+    """kvstore alone under a 20 ms QoS, the template one run at ``load`` (no axes)."""
+    spec = write_spec(name, extra="")
+    text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
+    text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
+                        "\"default\"]\n", "")
+    spec.write_text(text.replace('manager = "pimcloud"', f'manager = "pimcloud"\nload = {load}'))
+    return prepare_campaign(spec, tmp_path / name)
+
+
 def _search_with_a_burst(write_spec: Callable[..., Path], tmp_path: Path,
                          monkeypatch: pytest.MonkeyPatch, burst_from: float, seeds: int
                          ) -> tuple[MaxLoad, list[str]]:
@@ -140,12 +146,7 @@ def _search_with_a_burst(write_spec: Callable[..., Path], tmp_path: Path,
     monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
     monkeypatch.setenv("FAKE_GEM5_BURST", json.dumps({"seed": 1, "from_rps": burst_from}))
     name = f"burst{burst_from:g}-seeds{seeds}"
-    spec = write_spec(name, extra="")
-    text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
-    text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
-                        "\"default\"]\n", "")
-    spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.4'))
-    campaign = prepare_campaign(spec, tmp_path / name)
+    campaign = one_point_campaign(write_spec, tmp_path, name, load=0.4)
     assert campaign.spec.scenario.seed == 1
     said: list[str] = []
     result = find_max_load(
@@ -286,12 +287,7 @@ def test_a_first_step_brackets_a_good_start_in_fewer_probes_than_doubling(
     for first_step in (None, 0.1):
         name = "double" if first_step is None else "step"
         # The template is one run at 300 rps (as a study cell's sampled run).
-        spec = write_spec(name, extra="")
-        text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
-        text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
-                            "\"default\"]\n", "")
-        spec.write_text(text.replace('manager = "pimcloud"', 'manager = "pimcloud"\nload = 0.3'))
-        campaign = prepare_campaign(spec, tmp_path / name)
+        campaign = one_point_campaign(write_spec, tmp_path, name, load=0.3)
         found[name] = find_max_load(
             campaign, "kvstore", lambda c=campaign: execute(c, "local", jobs=2, live=False),
             start_rps=start, tolerance=0.1, log=lambda _: None, first_step=first_step)
