@@ -29,7 +29,12 @@ from matplotlib.ticker import EngFormatter
 from ..atomic import atomic_write_text
 from ..runs.maxload import early_stop_of, meets_qos
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudySpec
-from ..workloads.records import SERIAL_COLUMN, read_lats_bin, read_request_table
+from ..workloads.records import (
+    SERIAL_COLUMN,
+    SERIAL_WAIT_COLUMN,
+    read_lats_bin,
+    read_request_table,
+)
 from ..workloads.services import SERVICES
 from . import figures
 from .paper_values import ARCHITECTURES, paper_table_iii
@@ -79,8 +84,11 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     on average on arch1's O3 cores, three times a kvstore request's service). The hand-over is the
     queue time of requests that arrived while fewer than ``servers`` were in the system,
     so no queueing is in it; it is drawn at random for every request (without timestamps,
-    lats.bin: service time alone)."""
+    lats.bin: service time alone). A wait to enter the service's serial section is taken
+    out: the model queues on that section itself."""
     service = requests["service_ns"].to_numpy(dtype=float)
+    if SERIAL_WAIT_COLUMN in requests.columns:
+        service = service - requests[SERIAL_WAIT_COLUMN].to_numpy(dtype=float)
     if "scheduled_ns" not in requests.columns:
         return service
     arrival = requests["scheduled_ns"].to_numpy(dtype=float)

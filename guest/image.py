@@ -436,12 +436,28 @@ def _keep_unlinked_image(link: Path, stamp: Path) -> None:
         os.replace(link, keyed_image(link.parent, key))
 
 
+def _used_marker(image: Path) -> Path:
+    return image.with_suffix(".used")
+
+
+def _note_use(image: Path) -> None:
+    """Mark ``image`` as the one builds last asked for (its own mtime stays: campaigns'
+    digest caches and stored boots go by it)."""
+    _used_marker(image).touch()
+
+
 def _prune_images(folder: Path, current: Path) -> None:
-    """Keep the newest ``KEEP_IMAGES`` keyed images (``current`` among them)."""
-    images = sorted((p for p in folder.glob("pimcloud-root-*.ext4") if p != current),
-                    key=lambda p: p.stat().st_mtime, reverse=True)
+    """Keep the ``KEEP_IMAGES`` keyed images last asked for (``current`` among them);
+    links (a cache folder sharing another's files) are never removed."""
+    def last_use(image: Path) -> float:
+        marker = _used_marker(image)
+        return (marker if marker.exists() else image).lstat().st_mtime
+
+    images = sorted((p for p in folder.glob("pimcloud-root-*.ext4")
+                     if p != current and not p.is_symlink()), key=last_use, reverse=True)
     for old in images[KEEP_IMAGES - 1:]:
         old.unlink(missing_ok=True)
+        _used_marker(old).unlink(missing_ok=True)
 
 
 def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
@@ -469,6 +485,7 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
             _keep_unlinked_image(link, stamp)
             if image.is_file() and not force:
                 _point(link, image)
+                _note_use(image)
                 seconds = time.monotonic() - start
                 log(f"image: up to date ({image}, {image.stat().st_size:,} B), "
                     f"checked in {seconds:.2f} s")
@@ -491,6 +508,7 @@ def build_image(force: bool = False, *, log: Log = print) -> ImageArtifacts:
                 pack_ext4(tree, partial, key, log_file)
                 os.replace(partial, image)
                 _point(link, image)
+                _note_use(image)
                 _prune_images(folder, image)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)

@@ -41,6 +41,7 @@ from .layout import RUN_RECORD
 
 SIGNIFICANT = 3
 MAX_PROBES = 30
+MIN_FIRST_STEP = 10.0 ** (1 - SIGNIFICANT)  # a smaller step rounds back onto its load
 
 
 @dataclass
@@ -148,11 +149,12 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
     if seeds < 1:
         raise CampaignError(f"max-load search of {app}: seeds is {seeds}; give 1 (each load "
                             "once) or more (the final bracket's loads at that many seeds)")
-    if first_step is not None and not 0 < first_step < 1:
+    if first_step is not None and not MIN_FIRST_STEP <= first_step < 1:
         raise CampaignError(f"max-load search of {app}: first step {first_step:g}; give a "
-                            "fraction of the start load between 0 and 1 (0.1: 10 %)")
+                            f"fraction of the start load from {MIN_FIRST_STEP:g} (loads are "
+                            f"rounded to {SIGNIFICANT} digits) to below 1 (0.1: 10 %)")
     qos = app_spec.qos_ns
-    start = start_rps or (app_spec.max_rps or 0.0)
+    start = round_rps(start_rps or (app_spec.max_rps or 0.0))
     if start <= 0:
         raise CampaignError(f"max-load search of {app}: give --start RPS (or [apps.{app}] "
                             "max_rps) as a first guess")
@@ -228,14 +230,16 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         return [rps for rps in loads if not complete(rps)]
 
     moves = 0  # steps made from the start: each widens the next (first_step)
+    stepping = first_step is not None  # until a probe falls back to the bracket's middle
 
     def step() -> float:
         return 2.0 if first_step is None else min(2.0, 1 + first_step * 3 ** moves)
 
     def stepped(lo: float, hi: float) -> float | None:
-        """With ``first_step``: the next step from the last probe (an end of the bracket
-        [lo, hi]) into the bracket, when it is nearer that probe than the middle is."""
-        if first_step is None or last is None:
+        """While the search steps from its start: the next step from the last probe (an
+        end of the bracket [lo, hi]) into the bracket, when it is nearer that probe than
+        the middle is."""
+        if not stepping or last is None:
             return None
         rps, met = last
         if met and rps == lo and lo * step() < (lo + hi) / 2:
@@ -249,25 +253,31 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
         if probes_made >= MAX_PROBES:
             break
         lo, hi = bounds()
-        if hi is None:  # nothing missed QoS yet: go up
-            target = max(lo * step(), start)
-            probe(target)
-            probes_made += 1
-            moves += 1 if target > start else 0
-            continue
-        if lo == 0.0 and min(known) >= hi:  # everything missed QoS: go down
+        moved = True  # the probe is a step away from the start
+        if first_step is not None and start not in known and lo < start and (
+                hi is None or start < hi):
+            target, moved = start, False  # a good start is run wherever the bracket is
+        elif hi is None:  # nothing missed QoS yet: go up
+            target = round_rps(max(lo * step(), start))
+            moved = target > start
+        elif lo == 0.0 and min(known) >= hi:  # everything missed QoS: go down
             if hi / step() < 1e-3:
                 break
-            probe(hi / step())
-            probes_made += 1
+            target = round_rps(hi / step())
+        else:
+            nearer = stepped(lo, hi)
+            target = round_rps(nearer if nearer is not None else (lo + hi) / 2)
+            if hi - lo <= tolerance * hi or target in known or target in (lo, hi):
+                target = 0.0  # the bracket is narrow enough: confirm its ends
+            elif nearer is None:
+                moved = stepping = False
+        if target in known:  # a step rounded onto a known load: widen it instead
             moves += 1
             continue
-        nearer = stepped(lo, hi)
-        target = round_rps(nearer if nearer is not None else (lo + hi) / 2)
-        if hi - lo > tolerance * hi and target not in known and target not in (lo, hi):
+        if target:
             probe(target)
             probes_made += 1
-            moves += 1 if nearer is not None else 0
+            moves += 1 if moved else 0
             continue
         loads = to_confirm(lo)
         if not loads:

@@ -27,8 +27,10 @@ REQUEST_COLUMNS = (
 )
 LATS_FIELDS = ("queue_ns", "service_ns", "sojourn_ns")
 # Optional in a request table (harness records.h): of service_ns, the time the request held
-# its service's serial section (oltp's one writer); tables made before it have none.
+# its service's serial section (oltp's one writer), and the time it waited to enter it;
+# tables made before them have neither.
 SERIAL_COLUMN = "serial_ns"
+SERIAL_WAIT_COLUMN = "serial_wait_ns"
 
 
 class ResultsWarning(UserWarning):

@@ -43,6 +43,12 @@ def test_without_times_the_service_time_alone() -> None:
     assert occupied_ns(frame, servers=4).tolist() == [10.0]
 
 
+def test_a_wait_for_the_serial_section_is_taken_out_of_the_time_on_a_worker() -> None:
+    # The model queues on the section itself: a measured wait would count twice.
+    frame = requests([(0, 0, 100), (1000, 1000, 1100)]).assign(serial_wait_ns=[0, 40])
+    assert occupied_ns(frame, servers=1).tolist() == [100.0, 60.0]
+
+
 def test_occupied_never_below_service() -> None:
     rng = np.random.default_rng(0)
     arrivals = np.cumsum(rng.exponential(1000, 500)).astype(int)

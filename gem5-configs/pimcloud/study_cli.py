@@ -41,7 +41,7 @@ def _selected(study: StudySpec, only: str | None, services: str | None,
     chosen = {c.name for c in study.cells() if c.preset in presets and c.service in names}
     if cells is None:
         return chosen
-    wanted = set(cells.split(","))
+    wanted = {name.strip() for name in cells.split(",") if name.strip()}
     for name in wanted - chosen:
         raise ValueError(f"--cells {name}: not a cell of study {study.name} among the "
                          f"chosen presets and services (`pimcloud study plan` lists them)")

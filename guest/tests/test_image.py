@@ -20,6 +20,7 @@ from pimcloud.guest.image import (
     ImageBuildError,
     _clamp_times,
     _keep_unlinked_image,
+    _note_use,
     _point,
     _prune_images,
     build_image,
@@ -180,12 +181,24 @@ def test_a_rebuild_keeps_the_image_a_running_campaign_recorded(tmp_path: Path) -
         image = keyed_image(tmp_path, f"{number:016x}")
         image.write_bytes(b"image %d" % number)
         time.sleep(0.01)
+        _note_use(image)
         _point(link, image)
         _prune_images(tmp_path, image)
         images.append(image)
         assert link.is_symlink() and link.read_bytes() == image.read_bytes()
     left = sorted(p.name for p in tmp_path.glob("pimcloud-root-*.ext4"))
     assert left == sorted(p.name for p in images[-KEEP_IMAGES:]), left
+    # Last asked for, not last built: an older image a build reused again stays; a link
+    # into another cache (even a dangling one) is left alone.
+    _note_use(images[-KEEP_IMAGES])
+    (tmp_path / "pimcloud-root-linked00000000.ext4").symlink_to(tmp_path / "gone.ext4")
+    newest = keyed_image(tmp_path, "f" * 16)
+    newest.write_bytes(b"newest")
+    _note_use(newest)
+    _prune_images(tmp_path, newest)
+    left = sorted(p.name for p in tmp_path.glob("pimcloud-root-*.ext4"))
+    assert images[-KEEP_IMAGES].name in left and images[-KEEP_IMAGES + 1].name not in left
+    assert newest.name in left and "pimcloud-root-linked00000000.ext4" in left
     # A placeholder key (not a digest) is not kept: the next link replaces the file.
     placeholder = tmp_path / "other"
     placeholder.mkdir()

@@ -298,8 +298,27 @@ def test_a_first_step_brackets_a_good_start_in_fewer_probes_than_doubling(
     assert start in {p["rps"] for p in found["step"].probes}
 
 
-def test_a_first_step_outside_zero_to_one_is_refused(
-        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("first_step", [2.0, 0.001])
+def test_a_first_step_outside_its_range_is_refused(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        first_step: float) -> None:
     campaign = prepare_campaign(write_spec(extra=""), tmp_path / "out")
-    with pytest.raises(Exception, match="between 0 and 1"):
-        find_max_load(campaign, "kvstore", lambda: None, start_rps=400, first_step=2.0)
+    with pytest.raises(Exception, match=r"fraction of the start load from 0\.01"):
+        find_max_load(campaign, "kvstore", lambda: None, start_rps=400, first_step=first_step)
+
+
+def test_a_good_start_below_a_known_miss_is_run_first(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An overloaded sample (900 rps misses the 20 ms QoS) does not hide the start: the
+    search runs the start before stepping, and finds the knee near it."""
+    monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 1000}))
+    campaign = one_point_campaign(write_spec, tmp_path, "over", load=0.9)
+    said: list[str] = []
+    result = find_max_load(campaign, "kvstore",
+                           lambda: execute(campaign, "local", jobs=2, live=False),
+                           start_rps=720, tolerance=0.1, log=said.append, first_step=0.1)
+    probes = [line for line in said if " rps -> p99" in line]
+    assert probes[0].startswith("maxload kvstore: 720 rps"), said
+    assert result.first_miss_rps is not None and 680 <= result.max_load_rps <= 800
+    assert len(result.probes) <= 4, result.probes

@@ -147,6 +147,7 @@ void ServerCore::worker_loop(int index) {
     record.end_ns = now_ns();
     record.service_ns = record.end_ns - record.start_ns;
     record.serial_ns = response.serial_ns;
+    record.serial_wait_ns = response.serial_wait_ns;
     if (!work.probe && static_cast<long long>(work.id) >= options_.warmup) measured_.store(true);
     stats_.add(index, record);
     work.done(index, record, std::move(response), std::move(work.request));

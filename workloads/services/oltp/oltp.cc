@@ -203,14 +203,14 @@ class Oltp final : public Service {
     std::istringstream in(request.body);
     char kind = 0;
     in >> kind;
-    std::uint64_t serial = 0;  // time holding the writer (its SerialSection)
+    Response times;  // the writer's hold and wait times (its SerialSection)
     Response response;
     try {
       switch (kind) {
-        case 'N': response = new_order(c, in, serial); break;
-        case 'P': response = payment(c, in, serial); break;
+        case 'N': response = new_order(c, in, times); break;
+        case 'P': response = payment(c, in, times); break;
         case 'O': response = order_status(c, in); break;
-        case 'D': response = delivery(c, in, serial); break;
+        case 'D': response = delivery(c, in, times); break;
         case 'S': response = stock_level(c, in); break;
         default: response = {"ERROR unknown transaction"};
       }
@@ -218,7 +218,8 @@ class Oltp final : public Service {
       c.exec("ROLLBACK");
       response = {std::string("ERROR ") + e.what()};
     }
-    response.serial_ns = serial;
+    response.serial_ns = times.serial_ns;
+    response.serial_wait_ns = times.serial_wait_ns;
     return response;
   }
 
@@ -258,7 +259,7 @@ class Oltp final : public Service {
   }
 
  private:
-  Response new_order(Connection& c, std::istream& in, std::uint64_t& serial) {
+  Response new_order(Connection& c, std::istream& in, Response& times) {
     int w, d, cu;
     in >> w >> d >> cu;
     std::vector<std::pair<int, int>> lines;
@@ -267,7 +268,7 @@ class Oltp final : public Service {
       const auto colon = item.find(':');
       lines.emplace_back(std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1)));
     }
-    SerialSection writer(writer_, serial);
+    SerialSection writer(writer_, times);
     c.exec("BEGIN IMMEDIATE");
     const auto district = c.query(
         "SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?", w, d);
@@ -305,11 +306,11 @@ class Oltp final : public Service {
     return {out};
   }
 
-  Response payment(Connection& c, std::istream& in, std::uint64_t& serial) {
+  Response payment(Connection& c, std::istream& in, Response& times) {
     int w, d, cu;
     double amount;
     in >> w >> d >> cu >> amount;
-    SerialSection writer(writer_, serial);
+    SerialSection writer(writer_, times);
     c.exec("BEGIN IMMEDIATE");
     c.query("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", amount, w);
     c.query("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?", amount, w, d);
@@ -340,10 +341,10 @@ class Oltp final : public Service {
             std::to_string(balance.at(0).at(0))};
   }
 
-  Response delivery(Connection& c, std::istream& in, std::uint64_t& serial) {
+  Response delivery(Connection& c, std::istream& in, Response& times) {
     int w, carrier;
     in >> w >> carrier;
-    SerialSection writer(writer_, serial);
+    SerialSection writer(writer_, times);
     c.exec("BEGIN IMMEDIATE");
     int delivered = 0;
     for (int d = 1; d <= kDistricts; ++d) {

@@ -14,7 +14,8 @@ struct RequestRecord {
   std::uint64_t start_ns = 0;      // a worker began serving
   std::uint64_t end_ns = 0;        // the answer was ready (or received, in TCP client mode)
   std::uint64_t service_ns = 0;    // time inside Service::serve
-  std::uint64_t serial_ns = 0;     // of it, inside the service's serial section (Response)
+  std::uint64_t serial_ns = 0;       // of it, inside the service's serial section (Response)
+  std::uint64_t serial_wait_ns = 0;  // of it, waiting to enter that section
 
   // Queue = waiting before service, from the scheduled arrival.
   std::uint64_t queue_ns() const { return start_ns > scheduled_ns ? start_ns - scheduled_ns : 0; }
@@ -32,7 +33,8 @@ struct LatsTriple {
 std::vector<LatsTriple> read_lats_bin(const std::string& path);
 
 // requests.csv: header then one row per request:
-// request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,serial_ns
+// request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,serial_ns,
+// serial_wait_ns
 void write_requests_csv(const std::string& path, const std::vector<RequestRecord>& records);
 
 // The q-quantile (0..1) by nearest rank of an unsorted sample (copied); 0 if empty.

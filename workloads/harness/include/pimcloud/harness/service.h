@@ -20,31 +20,40 @@ struct Request {
 
 struct Response {
   std::string body;
-  // Time this request held the service's serial section (SerialSection), 0 if none.
+  // Time this request held the service's serial section (SerialSection), 0 if none, and
+  // the time it waited for it: a model of the service queues on the section itself, so it
+  // takes the measured wait out of the service time.
   std::uint64_t serial_ns = 0;
+  std::uint64_t serial_wait_ns = 0;
 };
 
 // A service's serial section: a lock that requests of some kinds hold in turn (SQLite's one
-// writer). Held from construction to destruction; the hold time (not the wait for it) is
-// added to `serial_ns`, which the service returns in its Response, so that a model of the
-// service can queue requests on one such section as the service does (requests.csv's
-// serial_ns, analysis/queueing.py).
+// writer). Held from construction to destruction; the hold time is added to the Response's
+// serial_ns and the wait for the lock to its serial_wait_ns, so that a model of the
+// service can queue requests on one such section as the service does (requests.csv,
+// analysis/queueing.py).
 class SerialSection {
  public:
-  SerialSection(std::mutex& lock, std::uint64_t& serial_ns)
-      : guard_(lock), held_(std::chrono::steady_clock::now()), serial_ns_(serial_ns) {}
-  ~SerialSection() {
-    serial_ns_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::steady_clock::now() - held_)
-                                                 .count());
+  using Clock = std::chrono::steady_clock;
+
+  SerialSection(std::mutex& lock, Response& response)
+      : asked_(Clock::now()), guard_(lock), held_(Clock::now()), response_(response) {
+    response_.serial_wait_ns += nanoseconds(held_ - asked_);
   }
+  ~SerialSection() { response_.serial_ns += nanoseconds(Clock::now() - held_); }
   SerialSection(const SerialSection&) = delete;
   SerialSection& operator=(const SerialSection&) = delete;
 
  private:
+  static std::uint64_t nanoseconds(Clock::duration d) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  }
+
+  Clock::time_point asked_;
   std::lock_guard<std::mutex> guard_;
-  std::chrono::steady_clock::time_point held_;
-  std::uint64_t& serial_ns_;
+  Clock::time_point held_;
+  Response& response_;
 };
 
 // What a service is given at start: its data set and its own key=value options.
