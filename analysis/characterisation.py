@@ -60,10 +60,13 @@ class CellResult:
     # Of each sampled request's time, the part in the service's serial section (oltp's
     # one writer); None when the service has none or its runs did not say.
     serial_ns: np.ndarray | None = None
+    # The harness's CPU a request beyond its time on a worker (0: not measured).
+    overhead_ns: float = 0.0
 
     @property
     def queue(self) -> MGk:
-        return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns)
+        return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns,
+                   overhead_ns=self.overhead_ns)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -106,6 +109,25 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     return service + rng.choice(handover, size=len(service))
 
 
+def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float:
+    """The harness's CPU a request beyond its time on a worker: the process's CPU time over
+    the measured region (summary.json ``measured_cpu_ns``) a measured request, less the
+    mean time on a worker; 0 when the run did not measure it (or the workers' time covers
+    it: the hand-over on an idle core is partly wait, not CPU)."""
+    for path in sorted(run_dir.rglob("summary.json")):
+        if path.parent.name != app:
+            continue
+        try:
+            summary = json.loads(path.read_text())
+            cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0.0
+        if cpu <= 0 or requests <= 0 or not len(occupied):
+            return 0.0
+        return max(0.0, cpu / requests - float(np.mean(occupied)))
+    return 0.0
+
+
 def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
     """Each request's time in the service's serial section (requests.csv's ``serial_ns``),
     or None when the table has no such column or no request entered one."""
@@ -118,7 +140,7 @@ def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
 def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float, np.ndarray | None] | None = None
+    sample: tuple[np.ndarray, float, np.ndarray | None, float] | None = None
     setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
@@ -146,12 +168,12 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
         if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
             sample = (service, float(execution.get("host_seconds") or np.nan),
-                      serial_of(lats))
+                      serial_of(lats), overhead_of(record_path.parent, cell.service, service))
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
     return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
-                      folder, setup, serial_ns=sample[2])
+                      folder, setup, serial_ns=sample[2], overhead_ns=sample[3])
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -189,7 +211,8 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
         "setup_host_seconds": r.setup_host_seconds,
         "occupied_ns": np.round(r.service_ns).astype(np.int64),
         SERIAL_COLUMN: (np.zeros(len(r.service_ns), dtype=np.int64) if r.serial_ns is None
-                        else np.round(r.serial_ns).astype(np.int64))}) for r in results]
+                        else np.round(r.serial_ns).astype(np.int64)),
+        "overhead_ns": r.overhead_ns}) for r in results]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -218,8 +241,14 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
         found.append(CellResult(cell, group["occupied_ns"].to_numpy(dtype=float),
                                 mine.sort_values("rps"), float(first["host_seconds"]), folder,
                                 float(first["setup_host_seconds"]), carried=True,
-                                serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0}))))
+                                serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0})),
+                                overhead_ns=_number(first.get("overhead_ns"))))
     return found
+
+
+def _number(value: object) -> float:
+    """A reference cell's number, 0 where a table made before the column left it out."""
+    return float(value) if isinstance(value, int | float) and pd.notna(value) else 0.0
 
 
 def _with_cell_defaults(frame: pd.DataFrame) -> pd.DataFrame:
@@ -368,6 +397,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "qos_ns": target, "tail_over_qos": low / target,
                      "max_load_rps": queue.max_load(target),
                      "mean_occupied_us": queue.mean_service_ns / 1e3,
+                     "overhead_us": queue.overhead_ns / 1e3,
+                     "mean_serial_us": queue.mean_serial_ns / 1e3,
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,
                      "sample_p99_ns": measured, "model_p99_at_sample_ns": at_sample,

@@ -109,3 +109,16 @@ def test_bad_serial_times_name_the_problem() -> None:
         MGk(np.ones(3), servers=2, serial_ns=np.ones(2))
     with pytest.raises(ValueError, match="part of the service"):
         MGk(np.ones(3), servers=2, serial_ns=np.full(3, 2.0))
+
+
+def test_the_harness_overhead_takes_capacity_but_not_low_load_latency() -> None:
+    # 4 workers of 1 ms and 1 ms of the harness's CPU a request: half the capacity, and a
+    # light load sees the service alone (an idle core runs the overhead beside it).
+    services = np.full(5000, 1e6)
+    plain = MGk(services, servers=4, requests=20_000)
+    loaded = MGk(services, servers=4, requests=20_000, overhead_ns=1e6)
+    assert loaded.capacity_rps == pytest.approx(plain.capacity_rps / 2)
+    assert loaded.p99_ns(50.0) == pytest.approx(1e6, rel=0.01)
+    assert loaded.max_load(3e6) < 0.6 * plain.max_load(3e6)
+    with pytest.raises(ValueError, match="cannot be negative"):
+        MGk(services, servers=4, overhead_ns=-1.0)

@@ -55,6 +55,10 @@ struct RunResult {
   std::uint64_t checked = 0;
   std::uint64_t failed = 0;
   std::uint64_t measured_ns = 0;       // first to last scheduled arrival of the region
+  // CPU time of the whole harness process (generator, workers, checks, monitors) from the
+  // first measured arrival until every answer: the cores a request costs beyond its
+  // service time (integrated mode; 0 in the others).
+  std::uint64_t measured_cpu_ns = 0;
   std::vector<std::string> live_lines; // every live statistics line, in order
   std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
   std::vector<std::string> profiles;   // JSON object per answered profile request
