@@ -60,13 +60,14 @@ class CellResult:
     # Of each sampled request's time, the part in the service's serial section (oltp's
     # one writer); None when the service has none or its runs did not say.
     serial_ns: np.ndarray | None = None
-    # The harness's CPU a request beyond its time on a worker (0: not measured).
-    overhead_ns: float = 0.0
+    # The harness's CPU a request beyond its time on a worker; None: its run did not
+    # measure it (a harness before measured_cpu_ns), and the model goes without.
+    overhead_ns: float | None = None
 
     @property
     def queue(self) -> MGk:
         return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns,
-                   overhead_ns=self.overhead_ns)
+                   overhead_ns=self.overhead_ns or 0.0)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -109,11 +110,11 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     return service + rng.choice(handover, size=len(service))
 
 
-def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float:
+def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float | None:
     """The harness's CPU a request beyond its time on a worker: the process's CPU time over
     the measured region (summary.json ``measured_cpu_ns``) a measured request, less the
-    mean time on a worker; 0 when the run did not measure it (or the workers' time covers
-    it: the hand-over on an idle core is partly wait, not CPU)."""
+    mean time on a worker (0 when that covers it: the hand-over on an idle core is partly
+    wait, not CPU); None when the run did not measure it."""
     for path in sorted(run_dir.rglob("summary.json")):
         if path.parent.name != app:
             continue
@@ -121,11 +122,11 @@ def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float:
             summary = json.loads(path.read_text())
             cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
         except (OSError, ValueError, KeyError, TypeError):
-            return 0.0
+            return None
         if cpu <= 0 or requests <= 0 or not len(occupied):
-            return 0.0
+            return None
         return max(0.0, cpu / requests - float(np.mean(occupied)))
-    return 0.0
+    return None
 
 
 def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
@@ -140,7 +141,7 @@ def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
 def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float, np.ndarray | None, float] | None = None
+    sample: tuple[np.ndarray, float, np.ndarray | None, float | None] | None = None
     setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
@@ -212,7 +213,8 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
         "occupied_ns": np.round(r.service_ns).astype(np.int64),
         SERIAL_COLUMN: (np.zeros(len(r.service_ns), dtype=np.int64) if r.serial_ns is None
                         else np.round(r.serial_ns).astype(np.int64)),
-        "overhead_ns": r.overhead_ns}) for r in results]
+        "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns})
+        for r in results]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -246,9 +248,9 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
     return found
 
 
-def _number(value: object) -> float:
-    """A reference cell's number, 0 where a table made before the column left it out."""
-    return float(value) if isinstance(value, int | float) and pd.notna(value) else 0.0
+def _number(value: object) -> float | None:
+    """A reference cell's number, None where a table made before the column left it out."""
+    return float(value) if isinstance(value, int | float) and pd.notna(value) else None
 
 
 def _with_cell_defaults(frame: pd.DataFrame) -> pd.DataFrame:
@@ -397,7 +399,9 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "qos_ns": target, "tail_over_qos": low / target,
                      "max_load_rps": queue.max_load(target),
                      "mean_occupied_us": queue.mean_service_ns / 1e3,
-                     "overhead_us": queue.overhead_ns / 1e3,
+                     # NaN: the cell's harness did not measure it (the model goes without)
+                     "overhead_us": np.nan if result.overhead_ns is None
+                     else result.overhead_ns / 1e3,
                      "mean_serial_us": queue.mean_serial_ns / 1e3,
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,

@@ -247,13 +247,13 @@ def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path)
     run = tmp_path / "run" / "results" / "kvstore"
     run.mkdir(parents=True)
     occupied = np.full(300, 10_000.0)
-    assert overhead_of(tmp_path / "run", "kvstore", occupied) == 0.0  # no summary
+    assert overhead_of(tmp_path / "run", "kvstore", occupied) is None  # no summary
     (run / "summary.json").write_text('{"requests": 300, "measured_cpu_ns": 7500000}')
     assert overhead_of(tmp_path / "run", "kvstore", occupied) == pytest.approx(15_000.0)
     (run / "summary.json").write_text('{"requests": 300, "measured_cpu_ns": 1500000}')
     assert overhead_of(tmp_path / "run", "kvstore", occupied) == 0.0  # covered by the workers
     (run / "summary.json").write_text('{"requests": 300}')  # older harness
-    assert overhead_of(tmp_path / "run", "kvstore", occupied) == 0.0
+    assert overhead_of(tmp_path / "run", "kvstore", occupied) is None
     # The reference keeps it; older references without the column model without it.
     cell = Cell("arch1", "kvstore", 4, "brawny", 80000.0)
     points = pd.DataFrame([{"preset": "arch1", "app": "kvstore", "rps": 80000.0,
@@ -265,4 +265,5 @@ def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path)
     assert again.overhead_ns == pytest.approx(15_000.0)
     [older] = results_from_samples(table.drop(columns=["overhead_ns"]), points, tmp_path,
                                    made=set())
-    assert older.overhead_ns == 0.0
+    assert older.overhead_ns is None
+    assert older.queue.capacity_rps == pytest.approx(4e9 / 10_000)
