@@ -63,11 +63,13 @@ class CellResult:
     # The harness's CPU a request beyond its time on a worker; None: its run did not
     # measure it (a harness before measured_cpu_ns), and the model goes without.
     overhead_ns: float | None = None
+    # The load generator's CPU a request (one thread, in turn); None: not measured.
+    generator_ns: float | None = None
 
     @property
     def queue(self) -> MGk:
         return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns,
-                   overhead_ns=self.overhead_ns or 0.0)
+                   overhead_ns=self.overhead_ns or 0.0, generator_ns=self.generator_ns or 0.0)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -110,23 +112,43 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     return service + rng.choice(handover, size=len(service))
 
 
+def _summary(run_dir: Path, app: str) -> dict[str, Any]:
+    for path in sorted(run_dir.rglob("summary.json")):
+        if path.parent.name == app:
+            try:
+                found = json.loads(path.read_text())
+            except (OSError, ValueError):
+                return {}
+            return found if isinstance(found, dict) else {}
+    return {}
+
+
+def generator_of(run_dir: Path, app: str) -> float | None:
+    """The load generator's CPU time a measured request (summary.json
+    ``generator_cpu_ns`` over the requests it made in the measured region); None when the
+    run did not measure it."""
+    summary = _summary(run_dir, app)
+    try:
+        cpu = float(summary["generator_cpu_ns"])
+        made = int(summary["generated"]) - int(summary["warmup"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return cpu / made if cpu > 0 and made > 0 else None
+
+
 def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float | None:
     """The harness's CPU a request beyond its time on a worker: the process's CPU time over
     the measured region (summary.json ``measured_cpu_ns``) a measured request, less the
     mean time on a worker (0 when that covers it: the hand-over on an idle core is partly
     wait, not CPU); None when the run did not measure it."""
-    for path in sorted(run_dir.rglob("summary.json")):
-        if path.parent.name != app:
-            continue
-        try:
-            summary = json.loads(path.read_text())
-            cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        if cpu <= 0 or requests <= 0 or not len(occupied):
-            return None
-        return max(0.0, cpu / requests - float(np.mean(occupied)))
-    return None
+    summary = _summary(run_dir, app)
+    try:
+        cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    if cpu <= 0 or requests <= 0 or not len(occupied):
+        return None
+    return max(0.0, cpu / requests - float(np.mean(occupied)))
 
 
 def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
@@ -141,7 +163,7 @@ def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
 def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float, np.ndarray | None, float | None] | None = None
+    sample: tuple[np.ndarray, float, np.ndarray | None, float | None, float | None] | None = None
     setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
@@ -169,12 +191,14 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
         if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
             sample = (service, float(execution.get("host_seconds") or np.nan),
-                      serial_of(lats), overhead_of(record_path.parent, cell.service, service))
+                      serial_of(lats), overhead_of(record_path.parent, cell.service, service),
+                      generator_of(record_path.parent, cell.service))
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
     return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
-                      folder, setup, serial_ns=sample[2], overhead_ns=sample[3])
+                      folder, setup, serial_ns=sample[2], overhead_ns=sample[3],
+                      generator_ns=sample[4])
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -213,7 +237,8 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
         "occupied_ns": np.round(r.service_ns).astype(np.int64),
         SERIAL_COLUMN: (np.zeros(len(r.service_ns), dtype=np.int64) if r.serial_ns is None
                         else np.round(r.serial_ns).astype(np.int64)),
-        "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns})
+        "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns,
+        "generator_ns": np.nan if r.generator_ns is None else r.generator_ns})
         for r in results]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -244,7 +269,8 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                                 mine.sort_values("rps"), float(first["host_seconds"]), folder,
                                 float(first["setup_host_seconds"]), carried=True,
                                 serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0})),
-                                overhead_ns=_number(first.get("overhead_ns"))))
+                                overhead_ns=_number(first.get("overhead_ns")),
+                                generator_ns=_number(first.get("generator_ns"))))
     return found
 
 
@@ -402,6 +428,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      # NaN: the cell's harness did not measure it (the model goes without)
                      "overhead_us": np.nan if result.overhead_ns is None
                      else result.overhead_ns / 1e3,
+                     "generator_us": np.nan if result.generator_ns is None
+                     else result.generator_ns / 1e3,
                      "mean_serial_us": queue.mean_serial_ns / 1e3,
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,

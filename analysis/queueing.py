@@ -13,6 +13,12 @@ the simulation then queues those requests on one such section too: a request on 
 first waits for the section (FIFO), holds it for its serial time, then finishes the rest
 of its service.  Without that, k workers look k times as strong as one writer lets them be.
 
+The harness's load generator is one thread: it makes, times and hands over every request in
+turn, so it is a single server in front of the workers.  The harness measures its CPU time
+a request (summary.json ``generator_cpu_ns``); the simulation releases request i to the
+workers at max(its arrival, release of i-1 + that time), so the generator bounds the load
+at one request per its time and delays bunched arrivals, as it does.
+
 The harness's own work shares the cores too: its load generator (a timed sleep, the
 request, the wake of a worker), answer checks and monitors.  The harness measures the
 process's CPU time over the measured region (summary.json ``measured_cpu_ns``); what a
@@ -47,6 +53,7 @@ class MGk:
     seed: int = 1
     serial_ns: np.ndarray | None = None
     overhead_ns: float = 0.0  # the harness's CPU a request, beyond its time on a worker
+    generator_ns: float = 0.0  # the load generator's CPU a request (one thread, in turn)
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -59,6 +66,9 @@ class MGk:
             raise ValueError(f"{len(serial)} serial times for {len(self.service_ns)} "
                              "service times: give one a request (0 outside the section)")
         service = np.asarray(self.service_ns, dtype=float)
+        if self.generator_ns < 0:
+            raise ValueError(f"generator time {self.generator_ns:g} ns: the generator's CPU "
+                             "a request cannot be negative")
         if self.overhead_ns < 0:
             raise ValueError(f"overhead {self.overhead_ns:g} ns: the harness's CPU a request "
                              "beyond its service cannot be negative")
@@ -83,12 +93,11 @@ class MGk:
 
     @property
     def capacity_rps(self) -> float:
-        """The load at which the servers, or the serial section, would be busy all the
-        time."""
-        workers = self.servers / ((self.mean_service_ns + self.overhead_ns) * 1e-9)
-        if self.mean_serial_ns <= 0:
-            return workers
-        return min(workers, 1 / (self.mean_serial_ns * 1e-9))
+        """The load at which the servers, the serial section or the generator would be
+        busy all the time."""
+        bounds = [self.servers / ((self.mean_service_ns + self.overhead_ns) * 1e-9)]
+        bounds += [1 / (ns * 1e-9) for ns in (self.mean_serial_ns, self.generator_ns) if ns > 0]
+        return min(bounds)
 
     def sojourn_ns(self, rps: float) -> np.ndarray:
         """Each request's sojourn (queue + service) at ``rps``, warm-up dropped."""
@@ -100,13 +109,15 @@ class MGk:
         free = [0.0] * self.servers  # when each server is next free (a min-heap)
         section_free = 0.0  # when the serial section is next free
         out = np.empty(self.requests)
-        overhead = self.overhead_ns
+        overhead, generator = self.overhead_ns, self.generator_ns
+        released = -np.inf  # when the generator handed over the previous request
         for index in range(self.requests):
             arrival = arrivals[index]
+            released = max(arrival, released + generator)
             if overhead > 0:  # the harness's share of the cores, ahead of the request
-                heapq.heapreplace(free, max(arrival, free[0]) + overhead)
+                heapq.heapreplace(free, max(released, free[0]) + overhead)
             # Workers start requests in arrival order, so they reach the section in it too.
-            start = max(arrival, free[0])
+            start = max(released, free[0])
             if serial[index] > 0:
                 start = max(start, section_free)
                 section_free = start + serial[index]

@@ -241,7 +241,12 @@ def test_serial_times_reach_the_model_and_survive_the_reference(tmp_path: Path) 
 
 
 def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path) -> None:
-    from pimcloud.analysis.characterisation import overhead_of, results_from_samples, samples_table
+    from pimcloud.analysis.characterisation import (
+        generator_of,
+        overhead_of,
+        results_from_samples,
+        samples_table,
+    )
     from pimcloud.runs.study import Cell
 
     run = tmp_path / "run" / "results" / "kvstore"
@@ -254,16 +259,23 @@ def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path)
     assert overhead_of(tmp_path / "run", "kvstore", occupied) == 0.0  # covered by the workers
     (run / "summary.json").write_text('{"requests": 300}')  # older harness
     assert overhead_of(tmp_path / "run", "kvstore", occupied) is None
+    assert generator_of(tmp_path / "run", "kvstore") is None
+    (run / "summary.json").write_text('{"requests": 300, "generated": 400, "warmup": 100, '
+                                      '"generator_cpu_ns": 1500000}')
+    assert generator_of(tmp_path / "run", "kvstore") == pytest.approx(5000.0)
     # The reference keeps it; older references without the column model without it.
     cell = Cell("arch1", "kvstore", 4, "brawny", 80000.0)
     points = pd.DataFrame([{"preset": "arch1", "app": "kvstore", "rps": 80000.0,
                             "requests": 300, "p99_ns": 30_000.0}])
     result = CellResult(cell, occupied, points, 1.0, tmp_path, overhead_ns=15_000.0)
     assert result.queue.capacity_rps == pytest.approx(4e9 / 25_000)
-    table = samples_table([result])
+    slow_generator = dataclasses.replace(result, generator_ns=8000.0)
+    assert slow_generator.queue.capacity_rps == pytest.approx(1e9 / 8000)
+    table = samples_table([slow_generator])
     [again] = results_from_samples(table, points, tmp_path, made=set())
     assert again.overhead_ns == pytest.approx(15_000.0)
-    [older] = results_from_samples(table.drop(columns=["overhead_ns"]), points, tmp_path,
-                                   made=set())
+    assert again.generator_ns == pytest.approx(8000.0)
+    older_table = table.drop(columns=["overhead_ns", "generator_ns"])
+    [older] = results_from_samples(older_table, points, tmp_path, made=set())
     assert older.overhead_ns is None
     assert older.queue.capacity_rps == pytest.approx(4e9 / 10_000)

@@ -122,3 +122,17 @@ def test_the_harness_overhead_takes_capacity_but_not_low_load_latency() -> None:
     assert loaded.max_load(3e6) < 0.6 * plain.max_load(3e6)
     with pytest.raises(ValueError, match="cannot be negative"):
         MGk(services, servers=4, overhead_ns=-1.0)
+
+
+def test_the_one_generator_thread_bounds_the_offered_load() -> None:
+    # Fast workers behind a generator of 10 us a request: at most 100,000 rps; under it a
+    # D/M/1-like queue at the generator, nothing at a light load.
+    services = np.full(5000, 1000.0)
+    queue = MGk(services, servers=16, requests=50_000, generator_ns=10_000.0)
+    assert queue.capacity_rps == pytest.approx(100_000)
+    light = queue.sojourn_ns(1000.0)
+    assert np.median(light) == pytest.approx(1000.0) and light.max() <= 1000.0 + 30_000
+    assert queue.p99_ns(90_000.0) > 10 * queue.p99_ns(10_000.0)
+    assert 0.8 * 100_000 < queue.max_load(1e6) < 100_000
+    with pytest.raises(ValueError, match="cannot be negative"):
+        MGk(services, servers=4, generator_ns=-1.0)

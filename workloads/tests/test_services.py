@@ -74,6 +74,7 @@ def test_kvstore_answers_and_stays_consistent(tmp_path: Path, need: Need) -> Non
     assert (out.requests["serial_ns"] == 0).all()  # no serial section of its own
     # The whole process's CPU over the measured region: at least the services it ran.
     assert out.summary["measured_cpu_ns"] >= 0.5 * out.requests["service_ns"].sum() > 0
+    assert 0 < out.summary["generator_cpu_ns"] < out.summary["measured_cpu_ns"]
 
 
 def test_oltp_transactions_keep_the_database_consistent(tmp_path: Path, need: Need) -> None:

@@ -71,16 +71,22 @@ long long to_int(const std::string& flag, const std::string& value) {
 
 // Plans arrivals and hands each request to `submit` at its scheduled time. Returns the
 // number generated; `measured_ns` gets the span of the measured region's arrivals, and
-// `cpu_at_measured` (if given) the process's CPU time when that region began.
+// `cpu` (if given) the process's CPU time when that region began and the generator's own
+// CPU time over it.
+struct MeasuredCpu {
+  std::uint64_t process_at_start = 0;
+  std::uint64_t generator_ns = 0;
+};
+
 template <typename Submit>
 std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
                        std::uint64_t& measured_ns, EarlyStop* early = nullptr,
-                       std::uint64_t* cpu_at_measured = nullptr) {
+                       MeasuredCpu* cpu = nullptr) {
   ArrivalProcess arrivals(o.schedule, o.seed);
   Rng content(o.seed * 0x9E3779B97F4A7C15ULL + 1);  // request contents: own stream
   precise_sleeps();  // best effort: without it arrivals are late by the timer slack
   const std::uint64_t t0 = now_ns() + 1'000'000;
-  std::uint64_t id = 0, first_measured = 0, last = 0;
+  std::uint64_t id = 0, first_measured = 0, last = 0, generator_at_start = 0;
   while (!g_interrupted) {
     const std::uint64_t offset = arrivals.next();
     if (offset == UINT64_MAX) break;
@@ -89,7 +95,10 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
       const auto k = static_cast<long long>(id) - o.warmup;
       if (k == 0) {
         first_measured = scheduled;
-        if (cpu_at_measured) *cpu_at_measured = process_cpu_ns();
+        if (cpu) {
+          cpu->process_at_start = process_cpu_ns();
+          generator_at_start = thread_cpu_ns();
+        }
       }
       if (o.requests > 0 && k >= o.requests) break;
       if (o.requests == 0 &&
@@ -113,6 +122,7 @@ std::uint64_t generate(Service& service, const HarnessOptions& o, Submit submit,
     ++id;
   }
   measured_ns = last > first_measured ? last - first_measured : 0;
+  if (cpu && generator_at_start) cpu->generator_ns = thread_cpu_ns() - generator_at_start;
   return id;
 }
 
@@ -172,7 +182,7 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
   Checker checker(o, service);
   RunResult result;
   EarlyStop early(o.early_stop, expected_measured_arrivals(o));
-  std::uint64_t cpu_at_measured = 0;
+  MeasuredCpu cpu;
   result.generated = generate(
       service, o,
       [&](std::uint64_t id, std::uint64_t scheduled, Request&& request) {
@@ -186,13 +196,14 @@ RunResult run_integrated(Service& service, const HarnessOptions& o) {
                              checker(id, req, resp);
                            }});
       },
-      result.measured_ns, &early, &cpu_at_measured);
+      result.measured_ns, &early, &cpu);
   // A certain miss: the requests still waiting are late already; serving them would
   // only cost (simulated) time.
   const std::size_t discarded =
       early.verdict() == EarlyVerdict::kMiss ? core.queue().discard() : 0;
   core.finish();
-  if (cpu_at_measured) result.measured_cpu_ns = process_cpu_ns() - cpu_at_measured;
+  if (cpu.process_at_start) result.measured_cpu_ns = process_cpu_ns() - cpu.process_at_start;
+  result.generator_cpu_ns = cpu.generator_ns;
   if (early.enabled()) result.early_stop = early.json(discarded);
   for (auto& k : kept) result.records.insert(result.records.end(), k.begin(), k.end());
   result.checked = checker.checked;
@@ -374,6 +385,7 @@ std::string summary_json(const HarnessOptions& o, const RunResult& r) {
          ",\"requests\":" + std::to_string(r.records.size()) +
          ",\"measured_ns\":" + std::to_string(r.measured_ns) + ",\"achieved_rps\":" + rps +
          ",\"measured_cpu_ns\":" + std::to_string(r.measured_cpu_ns) +
+         ",\"generator_cpu_ns\":" + std::to_string(r.generator_cpu_ns) +
          ",\"checked\":" + std::to_string(r.checked) + ",\"failed\":" + std::to_string(r.failed) +
          ",\"sojourn_p50_ns\":" + std::to_string(quantile(sojourn, 0.5)) +
          ",\"sojourn_p95_ns\":" + std::to_string(quantile(sojourn, 0.95)) +

@@ -24,6 +24,14 @@ inline std::uint64_t process_cpu_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in ns.
+inline std::uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 // Linux lets a normal thread's timed sleep end up to its timer slack (50 us by default)
 // late, to batch wake-ups. The load generator sleeps until each arrival time and latency
 // is counted from that time, so the slack would be charged to every request (measured:

@@ -59,6 +59,10 @@ struct RunResult {
   // first measured arrival until every answer: the cores a request costs beyond its
   // service time (integrated mode; 0 in the others).
   std::uint64_t measured_cpu_ns = 0;
+  // Of it, the load generator's: one thread makes, times and hands over every request in
+  // turn, so its CPU a request bounds the load it can offer (from the first measured
+  // arrival to the last one it handed over; integrated mode).
+  std::uint64_t generator_cpu_ns = 0;
   std::vector<std::string> live_lines; // every live statistics line, in order
   std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
   std::vector<std::string> profiles;   // JSON object per answered profile request
