@@ -17,6 +17,7 @@ search.  Method (analysis/README.md, "The characterisation"):
 from __future__ import annotations
 
 import json
+import numbers
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,7 +277,7 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
 
 def _number(value: object) -> float | None:
     """A reference cell's number, None where a table made before the column left it out."""
-    return float(value) if isinstance(value, int | float) and pd.notna(value) else None
+    return float(value) if isinstance(value, numbers.Real) and pd.notna(value) else None
 
 
 def _with_cell_defaults(frame: pd.DataFrame) -> pd.DataFrame:

@@ -61,7 +61,8 @@ struct RunResult {
   std::uint64_t measured_cpu_ns = 0;
   // Of it, the load generator's: one thread makes, times and hands over every request in
   // turn, so its CPU a request bounds the load it can offer (from the first measured
-  // arrival to the last one it handed over; integrated mode).
+  // arrival to the last one it handed over, its sleeps until arrivals left out; integrated
+  // mode).
   std::uint64_t generator_cpu_ns = 0;
   std::vector<std::string> live_lines; // every live statistics line, in order
   std::vector<std::string> answers;    // "id TAB request TAB response" of checked requests
