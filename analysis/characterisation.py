@@ -728,8 +728,10 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
                 if len(points) else points
             if not len(pts):
                 continue
-            # A run far above the curve (an overloaded sample) would be cut off by the
-            # axis: it is drawn as a triangle on the top edge with its p99 beside it.
+            # A run far above the curve (an overloaded sample, a probe of a max-load
+            # search) would be cut off by the axis: it is drawn as a triangle on the top
+            # edge with its p99 written downwards beside it, so that neighbours' labels
+            # do not run into each other.
             top = ax.get_ylim()[1]
             inside = pts[pts["p99_ns"] / 1e6 <= top]
             ax.errorbar(inside["rps"], inside["p99_ns"] / 1e6,
@@ -740,8 +742,8 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
                 ax.plot(row.rps, top, marker="^", ms=7, color=colors[arch], mfc="white",
                         clip_on=False)
                 ax.annotate(f"p99 {row.p99_ns / 1e6:.3g} ms", (row.rps, top),
-                            textcoords="offset points", xytext=(6, -12), fontsize=7,
-                            color=colors[arch])
+                            textcoords="offset points", xytext=(3, -8), fontsize=7,
+                            rotation=90, ha="left", va="top", color=colors[arch])
     return figure
 
 
