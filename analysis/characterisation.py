@@ -28,7 +28,7 @@ import pandas as pd
 from matplotlib.ticker import EngFormatter
 
 from ..atomic import atomic_write_text
-from ..runs.maxload import early_stop_of, meets_qos
+from ..runs.maxload import early_stop_of, meets_qos, summary_of
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudySpec
 from ..workloads.records import (
     SERIAL_COLUMN,
@@ -113,22 +113,11 @@ def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarr
     return service + rng.choice(handover, size=len(service))
 
 
-def _summary(run_dir: Path, app: str) -> dict[str, Any]:
-    for path in sorted(run_dir.rglob("summary.json")):
-        if path.parent.name == app:
-            try:
-                found = json.loads(path.read_text())
-            except (OSError, ValueError):
-                return {}
-            return found if isinstance(found, dict) else {}
-    return {}
-
-
 def generator_of(run_dir: Path, app: str) -> float | None:
     """The load generator's CPU time a measured request (summary.json
     ``generator_cpu_ns`` over the requests it made in the measured region); None when the
     run did not measure it."""
-    summary = _summary(run_dir, app)
+    summary = summary_of(run_dir, app)
     try:
         cpu = float(summary["generator_cpu_ns"])
         made = int(summary["generated"]) - int(summary["warmup"])
@@ -142,7 +131,7 @@ def overhead_of(run_dir: Path, app: str, occupied: np.ndarray) -> float | None:
     the measured region (summary.json ``measured_cpu_ns``) a measured request, less the
     mean time on a worker (0 when that covers it: the hand-over on an idle core is partly
     wait, not CPU); None when the run did not measure it."""
-    summary = _summary(run_dir, app)
+    summary = summary_of(run_dir, app)
     try:
         cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
     except (KeyError, ValueError, TypeError):
@@ -164,7 +153,7 @@ def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
 def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     """The finished runs of one cell's campaign (None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float, np.ndarray | None, float | None, float | None] | None = None
+    sample: tuple[np.ndarray, float, pd.DataFrame, Path] | None = None
     setup = float("nan")
     for record_path in sorted((folder / "runs").glob("*/run.json")):
         record = json.loads(record_path.read_text())
@@ -191,15 +180,16 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
                      "run_id": record["run_id"]})
         if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
-            sample = (service, float(execution.get("host_seconds") or np.nan),
-                      serial_of(lats), overhead_of(record_path.parent, cell.service, service),
-                      generator_of(record_path.parent, cell.service))
+            sample = (service, float(execution.get("host_seconds") or np.nan), lats,
+                      record_path.parent)
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
-    return CellResult(cell, sample[0], pd.DataFrame(rows).sort_values("rps"), sample[1],
-                      folder, setup, serial_ns=sample[2], overhead_ns=sample[3],
-                      generator_ns=sample[4])
+    service, host_seconds, lats, run_dir = sample
+    return CellResult(cell, service, pd.DataFrame(rows).sort_values("rps"), host_seconds,
+                      folder, setup, serial_ns=serial_of(lats),
+                      overhead_ns=overhead_of(run_dir, cell.service, service),
+                      generator_ns=generator_of(run_dir, cell.service))
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:

@@ -80,14 +80,20 @@ def p99_ns(run_dir: Path, app: str) -> float | None:
 def early_stop_of(run_dir: Path, app: str) -> dict[str, Any] | None:
     """The harness's early-stop verdict of ``app`` in a run folder (summary.json), if
     the run asked for one."""
+    found = summary_of(run_dir, app).get("early_stop")
+    return found if isinstance(found, dict) else None
+
+
+def summary_of(run_dir: Path, app: str) -> dict[str, Any]:
+    """The harness's summary.json of ``app`` in a run folder ({} if none or unreadable)."""
     for path in sorted(run_dir.rglob("summary.json")):
         if path.parent.name == app:
             try:
-                found = json.loads(path.read_text()).get("early_stop")
+                found = json.loads(path.read_text())
             except (OSError, ValueError):
-                return None
-            return found if isinstance(found, dict) else None
-    return None
+                return {}
+            return found if isinstance(found, dict) else {}
+    return {}
 
 
 def meets_qos(run_dir: Path, app: str, p99: float, qos_ns: float) -> bool:
