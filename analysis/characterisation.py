@@ -28,8 +28,8 @@ import pandas as pd
 from matplotlib.ticker import EngFormatter
 
 from ..atomic import atomic_write_text
-from ..runs.maxload import early_stop_of, meets_qos, summary_of
-from ..runs.study import DYNAMIC_SUFFIX, Cell, StudySpec
+from ..runs.maxload import early_stop_of, meets_qos, steady_run, summary_of
+from ..runs.study import DYNAMIC_SUFFIX, Cell, StudyDir, StudySpec
 from ..workloads.records import (
     SERIAL_COLUMN,
     SERIAL_WAIT_COLUMN,
@@ -66,6 +66,8 @@ class CellResult:
     overhead_ns: float | None = None
     # The load generator's CPU a request (one thread, in turn); None: not measured.
     generator_ns: float | None = None
+    # The cell's direct max-load search (`pimcloud study validate`), if one was begun.
+    search: Path | None = None
 
     @property
     def queue(self) -> MGk:
@@ -150,18 +152,26 @@ def serial_of(requests: pd.DataFrame) -> np.ndarray | None:
     return serial if (serial > 0).any() else None
 
 
-def read_cell(folder: Path, cell: Cell) -> CellResult | None:
-    """The finished runs of one cell's campaign (None when its sampled run is not done)."""
+def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResult | None:
+    """The finished runs of one cell's campaign and of its max-load search's campaign
+    ``search`` (rows marked ``probe``; None when its sampled run is not done)."""
     rows = []
     sample: tuple[np.ndarray, float, pd.DataFrame, Path] | None = None
     setup = float("nan")
-    for record_path in sorted((folder / "runs").glob("*/run.json")):
+    records = [(path, False) for path in sorted((folder / "runs").glob("*/run.json"))]
+    if search is not None:
+        records += [(path, True) for path in sorted((search / "runs").glob("*/run.json"))]
+    for record_path, probe in records:
         record = json.loads(record_path.read_text())
         lats = _lats(record_path.parent, cell.service)
         if lats is None or not len(lats) or not isinstance(record.get("rps"), int | float):
             continue
         rps = float(record["rps"])
-        sojourn = lats["sojourn_ns"].to_numpy(dtype=float)
+        # The p99 of the steady state, as the max-load search judges it (runs/maxload.py)
+        steady = steady_run(record_path.parent, cell.service)
+        if steady is None:
+            continue
+        sojourn, state = steady
         service = occupied_ns(lats, cell.cores)
         low, high = p99_interval(sojourn)
         stop = early_stop_of(record_path.parent, cell.service) or {}
@@ -169,16 +179,17 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
         p99 = float(np.percentile(sojourn, 99))
         rows.append({"preset": cell.preset, "app": cell.service, "placement": cell.placement,
                      "dynamic": cell.dynamic, "rps": rps,
-                     "requests": len(lats), "p99_ns": p99, "p99_low_ns": low,
+                     "requests": state.requests, "transient": state.start,
+                     "settled": state.settled, "p99_ns": p99, "p99_low_ns": low,
                      "p99_high_ns": high,
                      "mean_service_ns": float(lats["service_ns"].mean()),
                      "mean_occupied_ns": float(service.mean()),
                      "utilisation": rps * service.mean() * 1e-9 / cell.cores,
-                     "early_stop": stop.get("verdict", ""),
+                     "early_stop": stop.get("verdict", ""), "probe": probe,
                      "meets_table_qos": (meets_qos(record_path.parent, cell.service, p99,
                                                    float(qos)) if qos else None),
                      "run_id": record["run_id"]})
-        if abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
+        if not probe and abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
             sample = (service, float(execution.get("host_seconds") or np.nan), lats,
                       record_path.parent)
@@ -189,7 +200,7 @@ def read_cell(folder: Path, cell: Cell) -> CellResult | None:
     return CellResult(cell, service, pd.DataFrame(rows).sort_values("rps"), host_seconds,
                       folder, setup, serial_ns=serial_of(lats),
                       overhead_ns=overhead_of(run_dir, cell.service, service),
-                      generator_ns=generator_of(run_dir, cell.service))
+                      generator_ns=generator_of(run_dir, cell.service), search=search)
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -205,7 +216,8 @@ def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
 def read_study(study: StudySpec, root: Path) -> list[CellResult]:
     found = []
     for cell in study.cells():
-        result = read_cell(root / "cells" / cell.name, cell)
+        folder = StudyDir(root)
+        result = read_cell(folder.cell_dir(cell), cell, folder.search_dir(cell))
         if result is not None:
             found.append(result)
     return found
@@ -401,7 +413,7 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
         queue = result.queue
         target = float(targets[app])
         low = queue.p99_ns(LOW_LOAD * queue.capacity_rps)
-        sample = result.points[np.isclose(result.points["rps"], result.cell.sample_rps)]
+        sample = _sampled(result)
         measured = float(sample["p99_ns"].iloc[0]) if len(sample) else np.nan
         # The model must reproduce its own sample: a sample far above the curve was
         # overloaded (e.g. by a bottleneck the k-server queue lacks) and says nothing
@@ -437,12 +449,22 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _sampled(result: CellResult) -> pd.DataFrame:
+    """The cell's sampled run among its points (not a search's probe at the same load)."""
+    points = result.points
+    probe = (points["probe"].fillna(False).astype(bool) if "probe" in points
+             else pd.Series(False, index=points.index))
+    return points[~probe & np.isclose(points["rps"], result.cell.sample_rps)]
+
+
 def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     """Cells with a direct max-load search (maxload-<app>.json): predicted at the search's
     QoS beside measured, and the error."""
     rows = []
     for result in results:
-        path = result.folder / f"maxload-{result.cell.service}.json"
+        if result.search is None:
+            continue
+        path = result.search / f"maxload-{result.cell.service}.json"
         if not path.is_file():
             continue
         data = json.loads(path.read_text())

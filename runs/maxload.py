@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from pimcloud.atomic import atomic_write_text
+from pimcloud.workloads.steady import SteadyState, steady_sojourn
 
 from .campaign import Campaign, CampaignError
 from .layout import RUN_RECORD
@@ -50,7 +51,8 @@ class MaxLoad:
     qos_ns: float
     max_load_rps: float  # highest load seen meeting QoS (0: none did)
     first_miss_rps: float | None  # lowest load seen missing it
-    # One per run: rps, seed, p99_ns, meets_qos (that run's verdict), run_id, early_stop
+    # One per run: rps, seed, p99_ns (of its steady state), meets_qos (that run's
+    # verdict), run_id, early_stop, requests, transient (requests cut), settled
     probes: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0  # known runs taken from finished runs
     seeds: int = 1  # runs per load at the ends of the final bracket
@@ -65,16 +67,23 @@ def round_rps(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT}g}")
 
 
-def p99_ns(run_dir: Path, app: str) -> float | None:
-    """The p99 sojourn time of ``app`` in a finished run folder (lats.bin)."""
+def steady_run(run_dir: Path, app: str) -> tuple[np.ndarray, SteadyState] | None:
+    """The sojourn times of ``app``'s steady state in a finished run folder (lats.bin,
+    its start-up transient cut: workloads/steady.py), and where that state starts."""
     from pimcloud.workloads.records import read_lats_bin
 
     for path in sorted(run_dir.rglob("lats.bin")):
         if path.parent.name == app:
             frame = read_lats_bin(path)
             if len(frame):
-                return float(np.percentile(frame["sojourn_ns"].to_numpy(), 99))
+                return steady_sojourn(frame["sojourn_ns"].to_numpy())
     return None
+
+
+def p99_ns(run_dir: Path, app: str) -> float | None:
+    """The p99 sojourn time of ``app``'s steady state in a finished run folder."""
+    found = steady_run(run_dir, app)
+    return None if found is None else float(np.percentile(found[0], 99))
 
 
 def early_stop_of(run_dir: Path, app: str) -> dict[str, Any] | None:
@@ -99,11 +108,13 @@ def summary_of(run_dir: Path, app: str) -> dict[str, Any]:
 def meets_qos(run_dir: Path, app: str, p99: float, qos_ns: float) -> bool:
     """Whether the point meets QoS: its early-stop verdict when it stopped early (a
     certain miss is a miss whatever the p99 of the requests answered before), else its
-    p99 against the target."""
+    steady state's p99 against the target; a run that never settled (its transient
+    outlasted half its window, or its backlog grew) has shown no load it meets."""
     verdict = (early_stop_of(run_dir, app) or {}).get("verdict")
     if verdict in ("miss", "meet"):
         return verdict == "meet"
-    return p99 <= qos_ns
+    found = steady_run(run_dir, app)
+    return p99 <= qos_ns and (found is None or found[1].settled)
 
 
 def describe(run_dir: Path, app: str) -> str:
@@ -112,7 +123,23 @@ def describe(run_dir: Path, app: str) -> str:
         return f"missed QoS, stopped early after {stop.get('decided')} requests"
     if stop.get("verdict") == "meet":
         return f"met QoS, stopped early after {stop.get('decided')} requests"
-    return ""
+    found = steady_run(run_dir, app)
+    if found is None:
+        return ""
+    state = found[1]
+    if not state.settled:
+        return (f"never settled: its transient ran past the first half of its "
+                f"{state.start + state.requests} requests (a backlog draining or growing)")
+    return f"steady after {state.start} requests" if state.start else ""
+
+
+def _steady_fields(run_dir: Path, app: str) -> dict[str, Any]:
+    found = steady_run(run_dir, app)
+    if found is None:
+        return {}
+    state = found[1]
+    return {"requests": state.start + state.requests, "transient": state.start,
+            "settled": state.settled}
 
 
 # rps -> seed -> (p99, run id)
@@ -303,7 +330,8 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
             f"all {seeds} seeds: not confirmed")
     result.probes = [{"rps": rps, "seed": seed, "p99_ns": p99,
                       "meets_qos": run_meets(rps, seed), "run_id": run_id,
-                      "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app)}
+                      "early_stop": early_stop_of(campaign.dir.run_dir(run_id), app),
+                      **_steady_fields(campaign.dir.run_dir(run_id), app)}
                      for rps, runs in sorted(known.items())
                      for seed, (p99, run_id) in sorted(runs.items())]
     result.loads = [{"rps": rps, "runs": len(runs),

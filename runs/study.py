@@ -32,6 +32,12 @@ counters on (a separate boot).
 The sampled point gives the service's per-request service times on that architecture;
 the analysis (pimcloud.analysis.characterisation) predicts its whole p99-vs-RPS curve
 from them and checks the prediction against the measured cells.
+
+A cell's direct max-load search (``study validate``) is a campaign of its own in
+``<study>/searches/<cell>/``: the cell's spec with a longer measured window, at least
+``SEARCH_WINDOW_QOS`` QoS targets, so that a load past capacity shows (a load 10 % past
+it queues a whole QoS target of backlog in ten), and the verdict is taken on each probe's
+steady state (workloads/steady.py).
 """
 
 from __future__ import annotations
@@ -56,6 +62,10 @@ CELL_TABLES = ("gem5", "limits", "early_stop", "executor", "qemu")
 CORE_TYPES = ("brawny", "wimpy")
 # Dynamic placement beside the static ones (Fig. 3) and each cell's name suffix.
 DYNAMIC_SUFFIX = {"migration": "mig", "replication": "rep"}
+SEARCH_SUFFIX = "-maxload"  # a search's campaign and spec: <cell>-maxload
+# A search probe measures at least this many QoS targets: a load 10 % past capacity (the
+# search's default tolerance) then ends its window a whole QoS target behind.
+SEARCH_WINDOW_QOS = 10
 
 
 class StudyError(InputError):
@@ -201,6 +211,20 @@ class StudySpec:
                                     interval=_time_text(interval_s))
             if cell.dynamic == "migration":
                 spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
+        return spec
+
+
+    def search_spec(self, cell: Cell, start_rps: float) -> dict[str, Any]:
+        """The campaign spec of a direct max-load search of ``cell`` from ``start_rps``:
+        the cell's, with a measured window of at least ``SEARCH_WINDOW_QOS`` QoS targets
+        (and at least the study's ``requests`` at the start load)."""
+        spec = self.cell_spec(cell)
+        qos_s = self.services[cell.service].qos_ns * 1e-9
+        measured_s = max(SEARCH_WINDOW_QOS * qos_s, self.requests / start_rps)
+        spec["name"] += SEARCH_SUFFIX
+        spec["description"] += f"; its max-load search from {start_rps:g} rps"
+        spec["length"]["measured"] = _time_text(measured_s)
+        spec["axes"]["rps"] = [start_rps]
         return spec
 
 
@@ -397,6 +421,13 @@ class StudyDir:
 
     def cell_dir(self, cell: Cell) -> Path:
         return self.root / "cells" / cell.name
+
+    def search_dir(self, cell: Cell) -> Path:
+        """The campaign of the cell's direct max-load search (``study validate``)."""
+        return self.root / "searches" / cell.name
+
+    def search_spec_path(self, cell: Cell) -> Path:
+        return self.root / "specs" / f"{cell.name}{SEARCH_SUFFIX}.toml"
 
     def write_specs(self, study: StudySpec) -> list[tuple[Cell, Path]]:
         """Every cell's campaign spec, written when new or changed (atomically)."""

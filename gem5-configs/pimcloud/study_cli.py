@@ -212,21 +212,37 @@ def _status(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     """Direct max-load searches of the named cells (or the spec's ``validate`` list),
-    each starting from the model's prediction and stepping from it by ``--first-step``."""
+    each a campaign of its own (runs/study.py) starting from the model's prediction and
+    stepping from it by ``--first-step``."""
     from .analysis.characterisation import predicted_max_load
-    from .runs.campaign import open_campaign
+    from .atomic import atomic_write_text
+    from .runs.campaign import open_campaign, prepare_campaign
     from .runs.cli import execute
     from .runs.maxload import find_max_load
+    from .runs.study import StudyDir, to_toml
 
     study, root = open_study(args.study)
+    folder = StudyDir(root)
     names = args.cell or [f"{p}/{s}" for p, s in study.validate]
     for name in names:
         preset, _, service = name.partition("/")
         cell = study.cell(preset, service)
-        folder = root / "cells" / cell.name
-        campaign = open_campaign(folder)
-        start = predicted_max_load(folder, cell, study.services[service].qos_ns)
-        print(f"study validate {cell.name}: the model predicts {start:g} rps; bisecting")
+        search = folder.search_dir(cell)
+        start = predicted_max_load(folder.cell_dir(cell), cell,
+                                   study.services[service].qos_ns)
+        if (search / "campaign.json").is_file():
+            # Resumed: the search keeps the window it began with, whatever the model
+            # predicts now.
+            campaign = open_campaign(search)
+            start = float(campaign.spec.axes["rps"][0])
+        else:
+            spec_path = folder.search_spec_path(cell)
+            spec_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(spec_path, f"# Written by `pimcloud study validate` from "
+                              f"{study.source}.\n" + to_toml(study.search_spec(cell, start)))
+            campaign = prepare_campaign(spec_path, search, study.backend)
+        print(f"study validate {cell.name}: the model predicts {start:g} rps; searching "
+              f"in {search} (measured {campaign.spec.length.measured_s * 1e3:g} ms a run)")
 
         def make_runs(campaign: Any = campaign) -> None:
             execute(campaign, "local", jobs=args.jobs, live=False)

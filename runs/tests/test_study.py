@@ -16,6 +16,7 @@ import pytest
 from pimcloud.runs.spec import parse_spec
 from pimcloud.runs.study import StudyError, load_study, parse_study, to_toml
 from pimcloud.study_cli import _selected, run_order
+from pimcloud.topology.units import parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 STUDY = """
@@ -151,6 +152,19 @@ def test_a_study_runs_resumes_validates_and_reports(
                "--jobs", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the model predicts" in done.stdout and "measured max load" in done.stdout
+    # The search is a campaign of its own, beside the cell's: 10 QoS targets a probe.
+    search = out / "searches" / "arch1-kvstore"
+    found = json.loads((search / "maxload-kvstore.json").read_text())
+    probes = sorted(p.name for p in search.glob("runs/*"))
+    assert len(probes) == len(found["probes"]) >= 2
+    assert sorted(p.name for p in out.glob("cells/*/runs/*")) == runs_before
+    searched = tomllib.loads((out / "specs" / "arch1-kvstore-maxload.toml").read_text())
+    assert parse_time_ps(searched["length"]["measured"]) == pytest.approx(200e9)  # 200 ms
+    assert all("settled" in p and p["requests"] > p["transient"] for p in found["probes"])
+    # Resumed under a model that now predicts otherwise: the same search, nothing new.
+    again = cli("study", "validate", str(out), "--tolerance", "0.2", "--seeds", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in search.glob("runs/*")) == probes
     done = cli("study", "report", str(out))
     assert done.returncode == 0, done.stderr
     tables = out / "report" / "tables"
@@ -163,6 +177,8 @@ def test_a_study_runs_resumes_validates_and_reports(
     arch8 = table[table["arch"] == "arch8"]
     assert (arch8["normalized_max_load"] > 2).all()
     assert (table["sample_requests"] > 100).all()
+    points = pd.read_csv(tables / "points.csv")
+    assert points["probe"].sum() == len(probes)  # Fig. 2 shows the search's probes too
     valid = pd.read_csv(tables / "validation.csv")
     assert list(valid["arch"]) == ["arch1"] and valid["measured_rps"].iloc[0] > 0
     assert valid["predicted_rps"].iloc[0] > 0 and pd.notna(valid["error"].iloc[0])
