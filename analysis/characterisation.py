@@ -68,11 +68,24 @@ class CellResult:
     generator_ns: float | None = None
     # The cell's direct max-load search (`pimcloud study validate`), if one was begun.
     search: Path | None = None
+    # Per sampled request, its hand-over to an idle worker (NaN: it found none idle);
+    # None: the sample's times on a worker already hold a hand-over each (samples.csv
+    # made before the column), and the model adds none.
+    handover_ns: np.ndarray | None = None
+
+    @property
+    def handovers(self) -> np.ndarray | None:
+        """The sample's hand-overs (where a request found an idle worker), for the model."""
+        if self.handover_ns is None:
+            return None
+        seen = self.handover_ns[np.isfinite(self.handover_ns)]
+        return seen if len(seen) else None
 
     @property
     def queue(self) -> MGk:
         return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns,
-                   overhead_ns=self.overhead_ns or 0.0, generator_ns=self.generator_ns or 0.0)
+                   overhead_ns=self.overhead_ns or 0.0, generator_ns=self.generator_ns or 0.0,
+                   handover_ns=self.handovers)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -87,32 +100,33 @@ def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
     return None
 
 
-def occupied_ns(requests: pd.DataFrame, servers: int, seed: int = 1) -> np.ndarray:
-    """Each request's time on a worker, for the model: its service time plus the harness's
-    hand-over to an idle worker (a futex wake of a sleeping thread on a halted core: 8.7 us
-    on average on arch1's O3 cores, three times a kvstore request's service). The hand-over is the
-    queue time of requests that arrived while fewer than ``servers`` were in the system,
-    so no queueing is in it; it is drawn at random for every request (without timestamps,
-    lats.bin: service time alone). A wait to enter the service's serial section is taken
-    out: the model queues on that section itself."""
+def occupied_ns(requests: pd.DataFrame) -> np.ndarray:
+    """Each request's time on a worker, for the model: its service time, less a wait to
+    enter the service's serial section (the model queues on that section itself)."""
     service = requests["service_ns"].to_numpy(dtype=float)
     if SERIAL_WAIT_COLUMN in requests.columns:
         service = service - requests[SERIAL_WAIT_COLUMN].to_numpy(dtype=float)
+    return service
+
+
+def handover_ns(requests: pd.DataFrame, servers: int) -> np.ndarray:
+    """Per request, the harness's hand-over to an idle worker where it found one (a futex
+    wake of a sleeping thread on a halted core: 8.7 us on average on arch1's O3 cores,
+    several kvstore requests' service), NaN where it found every worker busy (the one that
+    frees next takes it from the queue unwoken). The hand-over is the queue time of a
+    request that arrived while fewer than ``servers`` were in the system, so no queueing
+    is in it. All NaN without timestamps (lats.bin)."""
+    missing = np.full(len(requests), np.nan)
     if "scheduled_ns" not in requests.columns:
-        return service
+        return missing
     arrival = requests["scheduled_ns"].to_numpy(dtype=float)
-    end = requests["end_ns"].to_numpy(dtype=float)
-    ordered_end = np.sort(end)
+    ordered_end = np.sort(requests["end_ns"].to_numpy(dtype=float))
     ordered_arrival = np.sort(arrival)
     # In the system at each arrival: arrived before it, not yet done.
     before = np.searchsorted(ordered_arrival, arrival, side="left")
     done = np.searchsorted(ordered_end, arrival, side="right")
     idle_worker = (before - done) < servers
-    handover = requests["queue_ns"].to_numpy(dtype=float)[idle_worker]
-    if not len(handover):
-        return service
-    rng = np.random.default_rng(seed)
-    return service + rng.choice(handover, size=len(service))
+    return np.where(idle_worker, requests["queue_ns"].to_numpy(dtype=float), missing)
 
 
 def generator_of(run_dir: Path, app: str) -> float | None:
@@ -156,7 +170,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
     """The finished runs of one cell's campaign and of its max-load search's campaign
     ``search`` (rows marked ``probe``; None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, float, pd.DataFrame, Path] | None = None
+    sample: tuple[np.ndarray, np.ndarray, float, pd.DataFrame, Path] | None = None
     setup = float("nan")
     records = [(path, False) for path in sorted((folder / "runs").glob("*/run.json"))]
     if search is not None:
@@ -172,7 +186,9 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
         if steady is None:
             continue
         sojourn, state = steady
-        service = occupied_ns(lats, cell.cores)
+        service = occupied_ns(lats)
+        handover = handover_ns(lats, cell.cores)
+        on_worker = service + np.nan_to_num(handover)  # what the worker's core spent
         low, high = p99_interval(sojourn)
         stop = early_stop_of(record_path.parent, cell.service) or {}
         qos = (record.get("qos_ns") or {}).get(cell.service)
@@ -183,24 +199,26 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
                      "settled": state.settled, "p99_ns": p99, "p99_low_ns": low,
                      "p99_high_ns": high,
                      "mean_service_ns": float(lats["service_ns"].mean()),
-                     "mean_occupied_ns": float(service.mean()),
-                     "utilisation": rps * service.mean() * 1e-9 / cell.cores,
+                     "mean_occupied_ns": float(on_worker.mean()),
+                     "utilisation": rps * on_worker.mean() * 1e-9 / cell.cores,
                      "early_stop": stop.get("verdict", ""), "probe": probe,
                      "meets_table_qos": (meets_qos(record_path.parent, cell.service, p99,
                                                    float(qos)) if qos else None),
                      "run_id": record["run_id"]})
         if not probe and abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
-            sample = (service, float(execution.get("host_seconds") or np.nan), lats,
+            sample = (service, handover, float(execution.get("host_seconds") or np.nan), lats,
                       record_path.parent)
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
-    service, host_seconds, lats, run_dir = sample
+    service, handover, host_seconds, lats, run_dir = sample
     return CellResult(cell, service, pd.DataFrame(rows).sort_values("rps"), host_seconds,
                       folder, setup, serial_ns=serial_of(lats),
-                      overhead_ns=overhead_of(run_dir, cell.service, service),
-                      generator_ns=generator_of(run_dir, cell.service), search=search)
+                      overhead_ns=overhead_of(run_dir, cell.service,
+                                              service + np.nan_to_num(handover)),
+                      generator_ns=generator_of(run_dir, cell.service), search=search,
+                      handover_ns=handover)
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -227,6 +245,9 @@ def read_study(study: StudySpec, root: Path) -> list[CellResult]:
 # later part re-models its cells like its own: under another QoS (a new arch1 knee, or
 # ``--qos table2``) instead of carrying max loads judged at the old one.
 SAMPLE_KEY = ["preset", "app", "placement", "dynamic"]
+# A sampled request's hand-over to an idle worker (NaN: none idle, or a table made before
+# the column, whose occupied_ns then holds a hand-over drawn for every request).
+HANDOVER_COLUMN = "handover_ns"
 
 
 def samples_table(results: list[CellResult]) -> pd.DataFrame:
@@ -241,7 +262,9 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
         SERIAL_COLUMN: (np.zeros(len(r.service_ns), dtype=np.int64) if r.serial_ns is None
                         else np.round(r.serial_ns).astype(np.int64)),
         "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns,
-        "generator_ns": np.nan if r.generator_ns is None else r.generator_ns})
+        "generator_ns": np.nan if r.generator_ns is None else r.generator_ns,
+        HANDOVER_COLUMN: (np.full(len(r.service_ns), np.nan) if r.handover_ns is None
+                          else np.round(r.handover_ns))})
         for r in results]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -273,7 +296,9 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                                 float(first["setup_host_seconds"]), carried=True,
                                 serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0})),
                                 overhead_ns=_number(first.get("overhead_ns")),
-                                generator_ns=_number(first.get("generator_ns"))))
+                                generator_ns=_number(first.get("generator_ns")),
+                                handover_ns=(group[HANDOVER_COLUMN].to_numpy(dtype=float)
+                                             if HANDOVER_COLUMN in group else None)))
     return found
 
 

@@ -26,6 +26,14 @@ request costs beyond its time on a worker (``overhead_ns``) enters the simulatio
 of that length taking a core at each arrival, in front of the request, so it does not
 delay a request while cores are idle but takes their capacity as the load rises.
 
+A request that finds a worker idle waits for its hand-over: the worker sleeps on a futex
+and its core halts, so a wake costs microseconds (8.7 us on arch1's O3 cores). A request
+that finds every worker busy is taken from the queue by the first to finish, unwoken. The
+harness's records show which requests found a worker idle and how long their hand-over took
+(``handover_ns``); the simulation draws one of those for a request that finds an idle
+worker, and none otherwise, so the wake delays a light load's requests and vanishes as the
+load rises, as it does.
+
 What it leaves out, and the direct measurements check: service times that change with the
 load (shared caches, memory bandwidth, the OS).
 """
@@ -54,6 +62,7 @@ class MGk:
     serial_ns: np.ndarray | None = None
     overhead_ns: float = 0.0  # the harness's CPU a request, beyond its time on a worker
     generator_ns: float = 0.0  # the load generator's CPU a request (one thread, in turn)
+    handover_ns: np.ndarray | None = None  # hand-overs to an idle worker, as measured
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -82,6 +91,13 @@ class MGk:
         draw = rng.integers(0, len(self.service_ns), self.requests)
         object.__setattr__(self, "_services", service[draw])
         object.__setattr__(self, "_serial", serial[draw])
+        handover = np.zeros(1) if self.handover_ns is None or not len(self.handover_ns) \
+            else np.asarray(self.handover_ns, dtype=float)
+        if not np.isfinite(handover).all() or (handover < 0).any():
+            raise ValueError("hand-over times must be finite and not negative: give those of "
+                             "the requests that found a worker idle")
+        object.__setattr__(self, "_handover",
+                           handover[rng.integers(0, len(handover), self.requests)])
 
     @property
     def mean_service_ns(self) -> float:
@@ -106,6 +122,7 @@ class MGk:
         arrivals = np.cumsum(self._gaps) * (1e9 / rps)  # type: ignore[attr-defined]
         services = self._services  # type: ignore[attr-defined]
         serial = self._serial  # type: ignore[attr-defined]
+        handover = self._handover  # type: ignore[attr-defined]
         free = [0.0] * self.servers  # when each server is next free (a min-heap)
         section_free = 0.0  # when the serial section is next free
         out = np.empty(self.requests)
@@ -117,7 +134,8 @@ class MGk:
             if overhead > 0:  # the harness's share of the cores, ahead of the request
                 heapq.heapreplace(free, max(released, free[0]) + overhead)
             # Workers start requests in arrival order, so they reach the section in it too.
-            start = max(released, free[0])
+            # An idle worker is woken (its hand-over); a busy one takes it from the queue.
+            start = released + handover[index] if free[0] <= released else free[0]
             if serial[index] > 0:
                 start = max(start, section_free)
                 section_free = start + serial[index]

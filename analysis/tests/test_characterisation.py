@@ -11,6 +11,7 @@ import pytest
 from pimcloud.analysis.characterisation import (
     CellResult,
     claims,
+    handover_ns,
     occupied_ns,
     placement_table,
     table_iii,
@@ -31,33 +32,32 @@ def test_the_hand_over_counts_only_where_a_worker_was_idle() -> None:
     # One worker: the first two arrive to an empty system (hand-over 5 ns, service 10 ns);
     # the third arrives while the second is in service and queues 8 ns more: not a hand-over.
     frame = requests([(0, 5, 15), (100, 105, 115), (106, 119, 129)])
-    occupied = occupied_ns(frame, servers=1)
-    assert occupied.tolist() == [15.0, 15.0, 15.0]  # service + the hand-over seen idle
+    assert occupied_ns(frame).tolist() == [10.0, 10.0, 10.0]  # the service alone
+    assert handover_ns(frame, servers=1).tolist()[:2] == [5.0, 5.0]
+    assert np.isnan(handover_ns(frame, servers=1)[2])
     # With two workers the third found one idle: its 13 ns wait is a hand-over too.
-    two = occupied_ns(frame, servers=2, seed=3)
-    assert set(two.tolist()) <= {15.0, 23.0} and 23.0 in two.tolist()
+    assert handover_ns(frame, servers=2).tolist() == [5.0, 5.0, 13.0]
 
 
 def test_without_times_the_service_time_alone() -> None:
     frame = requests([(0, 5, 15)]).drop(columns=["scheduled_ns", "start_ns", "end_ns"])
-    assert occupied_ns(frame, servers=4).tolist() == [10.0]
+    assert occupied_ns(frame).tolist() == [10.0]
+    assert np.isnan(handover_ns(frame, servers=4)).all()
 
 
 def test_a_wait_for_the_serial_section_is_taken_out_of_the_time_on_a_worker() -> None:
     # The model queues on the section itself: a measured wait would count twice.
     frame = requests([(0, 0, 100), (1000, 1000, 1100)]).assign(serial_wait_ns=[0, 40])
-    assert occupied_ns(frame, servers=1).tolist() == [100.0, 60.0]
+    assert occupied_ns(frame).tolist() == [100.0, 60.0]
 
 
-def test_occupied_never_below_service() -> None:
+def test_a_light_load_hands_every_request_over() -> None:
     rng = np.random.default_rng(0)
     arrivals = np.cumsum(rng.exponential(1000, 500)).astype(int)
     rows = [(a, a + 50, a + 50 + int(s)) for a, s in zip(arrivals, rng.exponential(300, 500),
                                                          strict=True)]
-    frame = requests(rows)
-    occupied = occupied_ns(frame, servers=4)
-    assert (occupied >= frame["service_ns"].to_numpy()).all()
-    assert occupied.mean() == pytest.approx(frame["service_ns"].mean() + 50, rel=0.02)
+    handover = handover_ns(requests(rows), servers=4)
+    assert np.isfinite(handover).mean() > 0.95 and np.nanmean(handover) == pytest.approx(50)
 
 
 def test_spearman_is_the_rank_correlation_without_scipy() -> None:

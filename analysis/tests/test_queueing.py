@@ -136,3 +136,19 @@ def test_the_one_generator_thread_bounds_the_offered_load() -> None:
     assert 0.8 * 100_000 < queue.max_load(1e6) < 100_000
     with pytest.raises(ValueError, match="cannot be negative"):
         MGk(services, servers=4, generator_ns=-1.0)
+
+
+def test_a_hand_over_delays_a_light_load_and_vanishes_near_capacity() -> None:
+    # 4 workers of 2 us, each hand-over to an idle one 8 us: a light load waits for the
+    # wake (10 us a request), but the capacity stays 4 / 2 us, where no worker is idle;
+    # with the hand-over on every request's time on a worker it would fall to 4 / 10 us.
+    services = np.full(5000, 2000.0)
+    queue = MGk(services, servers=4, requests=50_000, handover_ns=np.full(100, 8000.0))
+    assert queue.capacity_rps == pytest.approx(2e6)
+    assert np.median(queue.sojourn_ns(1000.0)) == pytest.approx(10_000.0)
+    eager = MGk(services + 8000.0, servers=4, requests=50_000)
+    assert queue.max_load(50_000.0) > 3 * eager.max_load(50_000.0)
+    plain = MGk(services, servers=4, requests=50_000)
+    assert queue.p99_ns(1.5e6) < 3 * plain.p99_ns(1.5e6)
+    with pytest.raises(ValueError, match="hand-over times"):
+        MGk(services, servers=4, handover_ns=np.array([1.0, np.nan]))

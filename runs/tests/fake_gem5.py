@@ -11,6 +11,8 @@ second (M/M/1): $FAKE_GEM5_CAPACITY (JSON {app: rps}, default 1000).  $FAKE_GEM5
 adds host seconds to every restore; every invocation is appended to $FAKE_GEM5_STATE/calls.
 $FAKE_GEM5_BURST (JSON {"seed": S, "from_rps": R}) gives the runs of seed S at R rps or more
 a burst: one request in 30 answered a second late, as a run-to-run outlier near a knee.
+$FAKE_GEM5_POOL (any value) makes the app's workers one pool: a request waits only when
+all of them are busy.
 """
 
 import io
@@ -69,10 +71,13 @@ def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> by
     files = {}
     rng = random.Random(scenario["seed"])
     burst = json.loads(os.environ.get("FAKE_GEM5_BURST", "{}"))
+    pool = bool(os.environ.get("FAKE_GEM5_POOL"))
     for app, params in scenario["apps"].items():
         rps = params["rps"]
         bursts = burst.get("seed") == scenario["seed"] and rps >= burst.get("from_rps", 0)
         mu = float(capacity.get(app, 1000.0))
+        command = params.get("command") or []
+        workers = int(command[command.index("--threads") + 1]) if "--threads" in command else 1
         n = max(50, min(2000, int(rps * scenario["measured_s"])))
         # Past saturation the queue grows: latency rises with the request's position.
         rate = max(mu - rps, mu * 0.01)
@@ -81,14 +86,20 @@ def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> by
                              "service_ns,sojourn_ns"]
         for i in range(n):
             t += rng.expovariate(rps)
+            # M/M/1 FCFS: a wait only behind a busy server (probability rps / mu), then
+            # Exp(mu - rps); wait + service is the Exp(mu - rps) sojourn. With
+            # $FAKE_GEM5_POOL the server is the app's workers together: a request waits
+            # only when all are busy (roughly (rps / mu) ^ workers), else starts at once,
+            # as at an idle worker (what the characterisation takes for a hand-over).
             service = rng.expovariate(mu)
-            sojourn = rng.expovariate(rate) + (i / rps) * max(0.0, rps / mu - 1)
-            sojourn = max(sojourn, service) + (1.0 if bursts and i % 30 == 0 else 0.0)
+            busy = min(1.0, rps / mu) ** (workers if pool else 1)
+            wait = rng.expovariate(rate) if rng.random() < busy else 0.0
+            wait += (i / rps) * max(0.0, rps / mu - 1)
+            sojourn = wait + service + (1.0 if bursts and i % 30 == 0 else 0.0)
             q, s, so = (int((sojourn - service) * 1e9), int(service * 1e9), int(sojourn * 1e9))
             records.append(struct.pack("<QQQ", q, s, so))
             start = int(t * 1e9)
             rows.append(f"{i},0,{start},{start + q},{start + so},{q},{s},{so}")
-        command = params.get("command") or []
         if "--early-stop-qos-ms" in command:
             # The harness's early stop, roughly: a point whose p99 misses the target is
             # cut after a third of its requests, with the verdict in summary.json.

@@ -132,6 +132,9 @@ def test_a_study_runs_resumes_validates_and_reports(
     spec.write_text(STUDY)
     # The fake serves each app at this many rps (M/M/1 service times of 1/rate).
     monkeypatch.setenv("FAKE_GEM5_CAPACITY", json.dumps({"kvstore": 8000, "imgdnn": 4000}))
+    # Its workers share the queue, so a light load's requests start at once (no waits to
+    # take for hand-overs to idle workers).
+    monkeypatch.setenv("FAKE_GEM5_POOL", "1")
     out = tmp_path / "study"
     done = cli("study", "plan", str(spec), "--out", str(out), "--jobs", "2")
     assert done.returncode == 0, done.stderr
