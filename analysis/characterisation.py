@@ -37,6 +37,7 @@ from ..workloads.records import (
     read_request_table,
 )
 from ..workloads.services import SERVICES
+from ..workloads.steady import steady_state
 from . import figures
 from .paper_values import ARCHITECTURES, paper_table_iii
 from .queueing import MGk, knee, p99_interval
@@ -170,7 +171,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
     """The finished runs of one cell's campaign and of its max-load search's campaign
     ``search`` (rows marked ``probe``; None when its sampled run is not done)."""
     rows = []
-    sample: tuple[np.ndarray, np.ndarray, float, pd.DataFrame, Path] | None = None
+    sample: tuple[np.ndarray, np.ndarray, np.ndarray, float, pd.DataFrame, Path] | None = None
     setup = float("nan")
     records = [(path, False) for path in sorted((folder / "runs").glob("*/run.json"))]
     if search is not None:
@@ -186,9 +187,18 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
         if steady is None:
             continue
         sojourn, state = steady
-        service = occupied_ns(lats)
-        handover = handover_ns(lats, cell.cores)
-        on_worker = service + np.nan_to_num(handover)  # what the worker's core spent
+        # The times the model draws from: those of the steady state too, cut in the
+        # table's own order (a restored run's first requests meet cold caches and the
+        # backlog of its start; the hand-overs are classed over every request first, so
+        # that those still in the system when the steady state begins count).
+        cut = steady_state(lats["sojourn_ns"].to_numpy(dtype=float)).start
+        # What the workers' cores spent on each request, over the whole window: the
+        # harness's CPU beyond it (overhead_of) is measured over the whole window too.
+        window = occupied_ns(lats) + np.nan_to_num(handover_ns(lats, cell.cores))
+        service = occupied_ns(lats)[cut:]
+        handover = handover_ns(lats, cell.cores)[cut:]
+        lats = lats.iloc[cut:]
+        on_worker = service + np.nan_to_num(handover)
         low, high = p99_interval(sojourn)
         stop = early_stop_of(record_path.parent, cell.service) or {}
         qos = (record.get("qos_ns") or {}).get(cell.service)
@@ -207,16 +217,15 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
                      "run_id": record["run_id"]})
         if not probe and abs(rps - cell.sample_rps) <= 1e-6 * cell.sample_rps:
             execution = record.get("execution") or {}
-            sample = (service, handover, float(execution.get("host_seconds") or np.nan), lats,
-                      record_path.parent)
+            sample = (service, handover, window,
+                      float(execution.get("host_seconds") or np.nan), lats, record_path.parent)
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
-    service, handover, host_seconds, lats, run_dir = sample
+    service, handover, window, host_seconds, lats, run_dir = sample
     return CellResult(cell, service, pd.DataFrame(rows).sort_values("rps"), host_seconds,
                       folder, setup, serial_ns=serial_of(lats),
-                      overhead_ns=overhead_of(run_dir, cell.service,
-                                              service + np.nan_to_num(handover)),
+                      overhead_ns=overhead_of(run_dir, cell.service, window),
                       generator_ns=generator_of(run_dir, cell.service), search=search,
                       handover_ns=handover)
 
