@@ -30,6 +30,7 @@ from matplotlib.ticker import EngFormatter
 from ..atomic import atomic_write_text
 from ..runs.maxload import early_stop_of, meets_qos, steady_run, summary_of
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudyDir, StudySpec
+from ..topology.units import parse_time_ps
 from ..workloads.records import (
     SERIAL_COLUMN,
     SERIAL_WAIT_COLUMN,
@@ -511,8 +512,24 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      # loads probed (runs, with --seeds, can be more); older files: runs
                      "probes": len(data.get("loads") or data.get("probes", [])),
                      "runs": len(data.get("probes", [])),
+                     "window_ms": _measured_window_s(result.search) * 1e3,
                      "error": (predicted - measured) / measured if measured else np.nan})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
+
+
+VALIDATION_COLUMNS = ["arch", "app", "qos_ns", "predicted_rps", "measured_rps",
+                      "first_miss_rps", "probes", "runs", "window_ms", "error"]
+
+
+def _measured_window_s(search: Path) -> float:
+    """A search campaign's measured window a probe (its spec's ``length.measured``)."""
+    import tomllib
+
+    try:
+        spec = tomllib.loads(json.loads((search / "campaign.json").read_text())["spec_text"])
+        return parse_time_ps(str(spec["length"]["measured"])) * 1e-12
+    except (OSError, KeyError, ValueError, TypeError):
+        return float("nan")
 
 
 # ----------------------------------------------------------------------------- carried cells

@@ -279,3 +279,11 @@ def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path)
     [older] = results_from_samples(older_table, points, tmp_path, made=set())
     assert older.overhead_ns is None
     assert older.queue.capacity_rps == pytest.approx(4e9 / 10_000)
+
+
+def test_no_search_yet_is_an_empty_table_with_its_columns(tmp_path: Path) -> None:
+    from pimcloud.analysis.characterisation import VALIDATION_COLUMNS, validation
+
+    table = validation([], pd.DataFrame())
+    table.to_csv(tmp_path / "validation.csv", index=False)
+    assert list(pd.read_csv(tmp_path / "validation.csv").columns) == VALIDATION_COLUMNS

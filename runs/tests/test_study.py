@@ -185,6 +185,7 @@ def test_a_study_runs_resumes_validates_and_reports(
     valid = pd.read_csv(tables / "validation.csv")
     assert list(valid["arch"]) == ["arch1"] and valid["measured_rps"].iloc[0] > 0
     assert valid["predicted_rps"].iloc[0] > 0 and pd.notna(valid["error"].iloc[0])
+    assert valid["window_ms"].iloc[0] == pytest.approx(200)  # the search's, not the cell's
     claims = pd.read_csv(tables / "claims.csv")
     assert "Arch 8 beats every CPU-centric" in claims["claim"].iloc[0]
     assert claims["verdict"].iloc[0].startswith("holds")
