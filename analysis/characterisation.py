@@ -487,9 +487,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
 def _sampled(result: CellResult) -> pd.DataFrame:
     """The cell's sampled run among its points (not a search's probe at the same load)."""
     points = result.points
-    probe = (points["probe"].fillna(False).astype(bool) if "probe" in points
-             else pd.Series(False, index=points.index))
-    return points[~probe & np.isclose(points["rps"], result.cell.sample_rps)]
+    return points[~_flag(points, "probe", False)
+                  & np.isclose(points["rps"], result.cell.sample_rps)]
 
 
 def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
@@ -797,10 +796,17 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
             # do not run into each other.
             top = ax.get_ylim()[1]
             inside = pts[pts["p99_ns"] / 1e6 <= top]
-            ax.errorbar(inside["rps"], inside["p99_ns"] / 1e6,
-                        yerr=[(inside["p99_ns"] - inside["p99_low_ns"]) / 1e6,
-                              (inside["p99_high_ns"] - inside["p99_ns"]) / 1e6],
-                        fmt="s", ms=4, color=colors[arch], mfc="white", capsize=2)
+            probe = _flag(inside, "probe", False)
+            # Squares: sampled runs; diamonds: a max-load search's probes; a cross over
+            # a run that never settled (workloads/steady.py).
+            for group, marker in ((inside[~probe], "s"), (inside[probe], "D")):
+                ax.errorbar(group["rps"], group["p99_ns"] / 1e6,
+                            yerr=[(group["p99_ns"] - group["p99_low_ns"]) / 1e6,
+                                  (group["p99_high_ns"] - group["p99_ns"]) / 1e6],
+                            fmt=marker, ms=4, color=colors[arch], mfc="white", capsize=2)
+            unsettled = inside[~_flag(inside, "settled", True)]
+            ax.plot(unsettled["rps"], unsettled["p99_ns"] / 1e6, "x", ms=7,
+                    color=colors[arch])
             for row in pts[pts["p99_ns"] / 1e6 > top].itertuples():
                 ax.plot(row.rps, top, marker="^", ms=7, color=colors[arch], mfc="white",
                         clip_on=False)
@@ -808,6 +814,14 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
                             textcoords="offset points", xytext=(3, -8), fontsize=7,
                             rotation=90, ha="left", va="top", color=colors[arch])
     return figure
+
+
+def _flag(points: pd.DataFrame, column: str, default: bool) -> pd.Series:
+    """A true/false column of the points (``default`` where a table made before it has
+    none)."""
+    if column not in points:
+        return pd.Series(default, index=points.index, dtype=bool)
+    return points[column].astype(object).fillna(default).astype(bool)
 
 
 def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
@@ -889,7 +903,8 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
              f"<p>{html.escape(study.description)}. p99 curves predicted by an M/G/k queue "
              "over each cell's measured service times (analysis/README.md); QoS per service "
              "is the knee of its arch1 curve.</p>"]
-    captions = {"fig2": "Fig. 2: p99 against load (lines: model; squares: measured runs "
+    captions = {"fig2": "Fig. 2: p99 against load (lines: model; squares: measured runs, "
+                        "diamonds: max-load search probes, a cross: never settled, "
                         "with 95 % p99 intervals; dashed: QoS; dotted: max load)",
                 "table_iii": "Table III: tail latency / QoS at 10 % load, and max load "
                              "normalised to arch1",
