@@ -43,6 +43,10 @@ from .layout import RUN_RECORD
 SIGNIFICANT = 3
 MAX_PROBES = 30
 MIN_FIRST_STEP = 10.0 ** (1 - SIGNIFICANT)  # a smaller step rounds back onto its load
+# A probe should measure at least this many QoS targets: a load 10 % past capacity (a
+# search's usual tolerance) then ends its window a whole QoS target behind; in a shorter
+# window an overload can pass unseen.
+SEARCH_WINDOW_QOS = 10
 
 
 @dataclass
@@ -187,6 +191,11 @@ def find_max_load(campaign: Campaign, app: str, make_runs: Callable[[], object],
                             f"fraction of the start load from {MIN_FIRST_STEP:g} (loads are "
                             f"rounded to {SIGNIFICANT} digits) to below 1 (0.1: 10 %)")
     qos = app_spec.qos_ns
+    window_s = spec.length.measured_s
+    if window_s < SEARCH_WINDOW_QOS * qos * 1e-9:
+        log(f"maxload {app}: warning: a probe measures {window_s * 1e3:g} ms, under "
+            f"{SEARCH_WINDOW_QOS} QoS targets ({SEARCH_WINDOW_QOS * qos / 1e6:g} ms): a load "
+            "just past capacity may pass unseen; lengthen [length] measured")
     start = round_rps(start_rps or (app_spec.max_rps or 0.0))
     if start <= 0:
         raise CampaignError(f"max-load search of {app}: give --start RPS (or [apps.{app}] "

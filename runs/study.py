@@ -55,6 +55,7 @@ from pimcloud.topology.units import UnitError, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError
+from .maxload import SEARCH_WINDOW_QOS
 from .spec import PLACEMENTS, parse_host_seconds, read_named_toml, resolve_named_toml
 
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
@@ -63,9 +64,6 @@ CORE_TYPES = ("brawny", "wimpy")
 # Dynamic placement beside the static ones (Fig. 3) and each cell's name suffix.
 DYNAMIC_SUFFIX = {"migration": "mig", "replication": "rep"}
 SEARCH_SUFFIX = "-maxload"  # a search's campaign and spec: <cell>-maxload
-# A search probe measures at least this many QoS targets: a load 10 % past capacity (the
-# search's default tolerance) then ends its window a whole QoS target behind.
-SEARCH_WINDOW_QOS = 10
 
 
 class StudyError(InputError):

@@ -132,6 +132,7 @@ def one_point_campaign(write_spec: Callable[..., Path], tmp_path: Path, name: st
     """kvstore alone under a 20 ms QoS, the template one run at ``load`` (no axes)."""
     spec = write_spec(name, extra="")
     text = spec.read_text().replace('qos = "5ms"', 'qos = "20ms"')
+    text = text.replace('measured = "100ms"', 'measured = "200ms"')  # 10 QoS targets
     text = text.replace("[axes]\nload = [0.2, 0.5]\nmanager = [\"pimcloud\", "
                         "\"default\"]\n", "")
     spec.write_text(text.replace('manager = "pimcloud"', f'manager = "pimcloud"\nload = {load}'))
@@ -305,6 +306,18 @@ def test_a_first_step_outside_its_range_is_refused(
     campaign = prepare_campaign(write_spec(extra=""), tmp_path / "out")
     with pytest.raises(Exception, match=r"fraction of the start load from 0\.01"):
         find_max_load(campaign, "kvstore", lambda: None, start_rps=400, first_step=first_step)
+
+
+def test_a_window_under_ten_qos_targets_is_warned_of(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """100 ms of measured requests under a 20 ms QoS: an overload could pass unseen."""
+    spec = write_spec("short", extra="")
+    spec.write_text(spec.read_text().replace('qos = "5ms"', 'qos = "20ms"'))
+    campaign = prepare_campaign(spec, tmp_path / "short")
+    said: list[str] = []
+    find_max_load(campaign, "kvstore", lambda: execute(campaign, "local", live=False),
+                  start_rps=400, tolerance=0.5, log=said.append)
+    assert any("under 10 QoS targets" in line for line in said), said
 
 
 def test_a_good_start_below_a_known_miss_is_run_first(
