@@ -211,7 +211,6 @@ class StudySpec:
                 spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
         return spec
 
-
     def search_spec(self, cell: Cell, start_rps: float) -> dict[str, Any]:
         """The campaign spec of a direct max-load search of ``cell`` from ``start_rps``:
         the cell's, with a measured window of at least ``SEARCH_WINDOW_QOS`` QoS targets
