@@ -195,9 +195,9 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
         cut = steady_state(lats["sojourn_ns"].to_numpy(dtype=float)).start
         # What the workers' cores spent on each request, over the whole window: the
         # harness's CPU beyond it (overhead_of) is measured over the whole window too.
-        window = occupied_ns(lats) + np.nan_to_num(handover_ns(lats, cell.cores))
-        service = occupied_ns(lats)[cut:]
-        handover = handover_ns(lats, cell.cores)[cut:]
+        every_service, every_handover = occupied_ns(lats), handover_ns(lats, cell.cores)
+        window = every_service + np.nan_to_num(every_handover)
+        service, handover = every_service[cut:], every_handover[cut:]
         lats = lats.iloc[cut:]
         on_worker = service + np.nan_to_num(handover)
         low, high = p99_interval(sojourn)
@@ -243,8 +243,8 @@ def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
 
 def read_study(study: StudySpec, root: Path) -> list[CellResult]:
     found = []
+    folder = StudyDir(root)
     for cell in study.cells():
-        folder = StudyDir(root)
         result = read_cell(folder.cell_dir(cell), cell, folder.search_dir(cell))
         if result is not None:
             found.append(result)

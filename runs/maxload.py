@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +72,12 @@ def round_rps(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT}g}")
 
 
+@lru_cache(maxsize=4096)
 def steady_run(run_dir: Path, app: str) -> tuple[np.ndarray, SteadyState] | None:
     """The sojourn times of ``app``'s steady state in a finished run folder (lats.bin,
-    its start-up transient cut: workloads/steady.py), and where that state starts."""
+    its start-up transient cut: workloads/steady.py), and where that state starts. A
+    finished run does not change: read once, though a search asks for every verdict again
+    as its bracket moves."""
     from pimcloud.workloads.records import read_lats_bin
 
     for path in sorted(run_dir.rglob("lats.bin")):
