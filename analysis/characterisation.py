@@ -341,6 +341,18 @@ def predicted_max_load(folder: Path, cell: Cell, qos_ns: float) -> float:
     return float(f"{result.queue.max_load(qos_ns):.3g}")
 
 
+def knee_qos_ns(folder: Path, cell: Cell) -> float:
+    """The knee of the model's curve of ``cell`` (an arch1 cell: its service's QoS in the
+    study's default reading, ``qos_targets``)."""
+    result = read_cell(folder, cell)
+    if result is None:
+        raise ValueError(f"{folder}: its sampled run ({cell.sample_rps:g} rps) is not done; "
+                         f"`pimcloud study run --only {cell.preset} --services "
+                         f"{cell.service}` first")
+    frame = curves([result]).assign(arch=BASELINE)
+    return float(qos_targets(frame, "knee")["knee_qos_ns"].iloc[0])
+
+
 # ----------------------------------------------------------------------------- tables
 
 def curves(results: list[CellResult]) -> pd.DataFrame:

@@ -211,13 +211,17 @@ class StudySpec:
                 spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
         return spec
 
-    def search_spec(self, cell: Cell, start_rps: float) -> dict[str, Any]:
-        """The campaign spec of a direct max-load search of ``cell`` from ``start_rps``:
-        the cell's, with a measured window of at least ``SEARCH_WINDOW_QOS`` QoS targets
-        (and at least the study's ``requests`` at the start load)."""
+    def search_spec(self, cell: Cell, start_rps: float,
+                    qos_ns: float | None = None) -> dict[str, Any]:
+        """The campaign spec of a direct max-load search of ``cell`` from ``start_rps``
+        under ``qos_ns`` (default: the service's QoS in the study): the cell's, with a
+        measured window of at least ``SEARCH_WINDOW_QOS`` QoS targets (and at least the
+        study's ``requests`` at the start load)."""
         spec = self.cell_spec(cell)
-        qos_s = self.services[cell.service].qos_ns * 1e-9
-        measured_s = max(SEARCH_WINDOW_QOS * qos_s, self.requests / start_rps)
+        if qos_ns is None:
+            qos_ns = self.services[cell.service].qos_ns
+        spec["apps"][cell.service]["qos"] = _time_text(qos_ns * 1e-9)
+        measured_s = max(SEARCH_WINDOW_QOS * qos_ns * 1e-9, self.requests / start_rps)
         spec["name"] += SEARCH_SUFFIX
         spec["description"] += f"; its max-load search from {start_rps:g} rps"
         spec["length"]["measured"] = _time_text(measured_s)

@@ -4,8 +4,9 @@
     pimcloud study run SPEC [--out DIR] [--only ...] [--services ...] [--jobs N]
                             [--executor local|slurm]
     pimcloud study status DIR
-    pimcloud study validate DIR --cell arch1/kvstore [--tolerance 0.05] [--seeds 3] [--jobs 3]
-    pimcloud study report DIR [--reference [DIR]] [--qos knee|table2] [--screenshot]
+    pimcloud study validate DIR --cell arch1/kvstore [--qos knee|study] [--tolerance 0.05]
+                            [--seeds 3] [--jobs 3]
+    pimcloud study report DIR [--reference [DIR]] [--qos knee|study] [--screenshot]
 
 The top of the layers: it composes campaigns (runs) and their analysis.
 """
@@ -214,7 +215,7 @@ def _validate(args: argparse.Namespace) -> int:
     """Direct max-load searches of the named cells (or the spec's ``validate`` list),
     each a campaign of its own (runs/study.py) starting from the model's prediction and
     stepping from it by ``--first-step``."""
-    from .analysis.characterisation import predicted_max_load
+    from .analysis.characterisation import knee_qos_ns, predicted_max_load
     from .atomic import atomic_write_text
     from .runs.campaign import open_campaign, prepare_campaign
     from .runs.cli import execute
@@ -228,21 +229,29 @@ def _validate(args: argparse.Namespace) -> int:
         preset, _, service = name.partition("/")
         cell = study.cell(preset, service)
         search = folder.search_dir(cell)
-        start = predicted_max_load(folder.cell_dir(cell), cell,
-                                   study.services[service].qos_ns)
         if (search / "campaign.json").is_file():
-            # Resumed: the search keeps the window it began with, whatever the model
-            # predicts now.
+            # Resumed: the search keeps the QoS and window it began with, whatever the
+            # model predicts now.
             campaign = open_campaign(search)
             start = float(campaign.spec.axes["rps"][0])
         else:
+            qos_ns = _validation_qos_ns(study, folder, service, args.qos)
+            start = predicted_max_load(folder.cell_dir(cell), cell, qos_ns)
+            if start <= 0:
+                print(f"study validate {cell.name}: the model predicts no load meets QoS "
+                      f"{qos_ns / 1e6:g} ms (its tail at low load is over it); nothing to "
+                      "search (`--qos study` searches the study's target)")
+                continue
             spec_path = folder.search_spec_path(cell)
             spec_path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(spec_path, f"# Written by `pimcloud study validate` from "
-                              f"{study.source}.\n" + to_toml(study.search_spec(cell, start)))
+                              f"{study.source}.\n"
+                              + to_toml(study.search_spec(cell, start, qos_ns)))
             campaign = prepare_campaign(spec_path, search, study.backend)
-        print(f"study validate {cell.name}: the model predicts {start:g} rps; searching "
-              f"in {search} (measured {campaign.spec.length.measured_s * 1e3:g} ms a run)")
+        qos_ns = campaign.spec.apps[service].qos_ns
+        print(f"study validate {cell.name}: the model predicts {start:g} rps at QoS "
+              f"{qos_ns / 1e6:g} ms; searching in {search} (measured "
+              f"{campaign.spec.length.measured_s * 1e3:g} ms a run)")
 
         def make_runs(campaign: Any = campaign) -> None:
             execute(campaign, "local", jobs=args.jobs, live=False)
@@ -253,6 +262,17 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{cell.name}: measured max load {result.max_load_rps:g} rps "
               f"({len(result.probes)} runs at {len(result.loads)} loads)")
     return 0
+
+
+def _validation_qos_ns(study: Any, folder: Any, service: str, how: str) -> float:
+    """A new search's QoS: the knee of the service's arch1 curve (the report's default
+    QoS), or the study's ``qos`` of the service."""
+    from .analysis.characterisation import BASELINE, knee_qos_ns
+
+    if how == "study":
+        return float(study.services[service].qos_ns)
+    base = study.cell(BASELINE, service)
+    return knee_qos_ns(folder.cell_dir(base), base)
 
 
 BUNDLE_REFERENCE = object()  # `--reference` alone: the bundle's analysis/reference/
@@ -308,6 +328,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     validate.add_argument("study", type=Path)
     validate.add_argument("--cell", action="append", help="preset/service (repeatable)")
     validate.add_argument("--tolerance", type=float, default=0.1)
+    validate.add_argument("--qos", choices=("knee", "study"), default="knee",
+                          help="a new search's QoS: the knee of the service's arch1 curve "
+                               "(the report's default) or the study's `qos` of the service "
+                               "(Table II's target unless the study sets one); a resumed "
+                               "search keeps its own")
     validate.add_argument("--first-step", type=float,
                           help="the first step from the prediction, a fraction of it; it "
                           "triples with each further step (default: the tolerance)")

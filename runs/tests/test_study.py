@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from pimcloud.runs.spec import parse_spec
-from pimcloud.runs.study import StudyError, load_study, parse_study, to_toml
-from pimcloud.study_cli import _selected, run_order
+from pimcloud.runs.study import StudyDir, StudyError, load_study, parse_study, to_toml
+from pimcloud.study_cli import _selected, _validation_qos_ns, open_study, run_order
 from pimcloud.topology.units import parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
@@ -151,8 +151,13 @@ def test_a_study_runs_resumes_validates_and_reports(
     runs_before = sorted(p.name for p in out.glob("cells/*/runs/*"))
     assert cli("study", "run", str(spec), "--out", str(out)).returncode == 0
     assert sorted(p.name for p in out.glob("cells/*/runs/*")) == runs_before
+    # A search under the knee of the service's arch1 curve (the default) starts where
+    # the model meets that knee.
+    study, root = open_study(out)
+    knee_ns = _validation_qos_ns(study, StudyDir(root), "imgdnn", "knee")
+    assert 0 < knee_ns < SERVICES["imgdnn"].qos_ns
     done = cli("study", "validate", str(out), "--tolerance", "0.2", "--seeds", "2",
-               "--jobs", "2")
+               "--jobs", "2", "--qos", "study")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the model predicts" in done.stdout and "measured max load" in done.stdout
     # The search is a campaign of its own, beside the cell's: 10 QoS targets a probe.
@@ -182,6 +187,8 @@ def test_a_study_runs_resumes_validates_and_reports(
     assert (table["sample_requests"] > 100).all()
     points = pd.read_csv(tables / "points.csv")
     assert points["probe"].sum() == len(probes)  # Fig. 2 shows the search's probes too
+    qos = pd.read_csv(tables / "qos.csv").set_index("app")
+    assert qos.loc["imgdnn", "knee_qos_ns"] == pytest.approx(knee_ns)  # the report's knee
     valid = pd.read_csv(tables / "validation.csv")
     assert list(valid["arch"]) == ["arch1"] and valid["measured_rps"].iloc[0] > 0
     assert valid["predicted_rps"].iloc[0] > 0 and pd.notna(valid["error"].iloc[0])
