@@ -278,7 +278,8 @@ def launch_args(run: Run, index: int, backend: str) -> LaunchArgs:
     return LaunchArgs(program=f"pimcloud-{app.name}", threads=app.threads or s.threads,
                       data=app.data, options=tuple(sorted(app.options.items())),
                       ready_file=f"/run/pimcloud/ready-{app.name}" if synchronised else None,
-                      start_file=start_file_of(app.name) if synchronised else None)
+                      start_file=start_file_of(app.name) if synchronised else None,
+                      prewarm=app.prewarm)
 
 
 def run_args(run: Run, index: int, backend: str) -> RunArgs:

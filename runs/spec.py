@@ -162,6 +162,9 @@ class AppSpec:
     # The stack the app's memory prefers when it starts under CC (set_mempolicy before
     # exec); default: the run's apps in turn over the stacks, 1, 2, ..., M, 1, ...
     resident: int | None = None
+    # Requests the service serves before it reports ready (harness --prewarm): in gem5 on
+    # the atomic cores before the app checkpoint, so a restored run starts warm.
+    prewarm: int = 0
 
 
 @dataclass(frozen=True)
@@ -726,9 +729,11 @@ def _parse_apps(table: _Table) -> dict[str, AppSpec]:
         resident = t.raw("resident")
         if resident is not None:
             t.integer("resident", 1, minimum=1)
+        prewarm = t.integer("prewarm", 0, minimum=0)
         apps[name] = AppSpec(name, rates["max_rps"], qos_ns, threads,
                              {str(k): str(v) for k, v in options.items()}, data,
-                             rates["max_rps_host_core"], rates["max_rps_pim_core"], resident)
+                             rates["max_rps_host_core"], rates["max_rps_pim_core"], resident,
+                             prewarm)
         t.finish()
     return apps
 

@@ -13,7 +13,8 @@ model, analysis/README.md).  A cell's campaign is:
   manager (plain Linux scheduling), first-touch placement;
 - one sampled point: open-loop Poisson arrivals at ``utilisation`` of the preset's
   estimated capacity (its cores over the service's estimated service time on their core
-  type), ``requests`` measured requests after ``warmup_requests``;
+  type), ``requests`` measured requests after ``warmup_requests``, its service having
+  served ``prewarm_requests`` before its app checkpoint;
 - the study's ``[cell]`` tables (gem5, limits, early_stop, executor) as they are.
 
 With ``placements`` (the paper's Fig. 3), a preset whose cores sit on two or more memory
@@ -83,6 +84,7 @@ class StudyService:
     qos_ns: float  # the target used for early stop and as Table II's QoS
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
     host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
+    requests: int | None = None  # its measured requests, when not the study's
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,10 @@ class StudySpec:
     placements: tuple[str, ...] = ("ft",)  # on presets with cores on several nodes
     dynamic: tuple[str, ...] = ()  # beside each of those placements (DYNAMIC_SUFFIX)
     dynamic_warmup: float = 3.0  # a dynamic cell's warm-up, times the study's
+    # Requests each cell's service serves before its app checkpoint (harness --prewarm),
+    # so that a restored run's start is cache-cold only (its pages, heap arenas and engine
+    # handles were made on the atomic cores).
+    prewarm_requests: int = 0
 
     def cells(self) -> list[Cell]:
         """Every cell, presets in the spec's order (the first ones are done first)."""
@@ -164,6 +170,10 @@ class StudySpec:
         raise StudyError(self.source, "validate", f"{preset}/{service}",
                          "not a cell of this study: name a listed preset and service")
 
+    def requests_of(self, service: str) -> int:
+        """Measured requests at a cell's sampled point: the service's, else the study's."""
+        return self.services[service].requests or self.requests
+
     def cell_spec(self, cell: Cell) -> dict[str, Any]:
         """The campaign spec (as a TOML document) that measures ``cell``."""
         service = self.services[cell.service]
@@ -173,13 +183,15 @@ class StudySpec:
             interval_s = max(warmup_s * self.dynamic_warmup / DYNAMIC_WARMUP_INTERVALS,
                              DYNAMIC_MIN_INTERVAL_S)
             warmup_s = interval_s * DYNAMIC_WARMUP_INTERVALS
-        measured_s = self.requests / cell.sample_rps
+        measured_s = self.requests_of(cell.service) / cell.sample_rps
         app: dict[str, Any] = {
             "qos": f"{service.qos_ns / 1e6:g}ms",
             # 100 % of the estimated capacity: where a max-load search starts.
             "max_rps": float(f"{cell.sample_rps / self.utilisation:.3g}"),
             "threads": cell.cores,
         }
+        if self.prewarm_requests:
+            app["prewarm"] = self.prewarm_requests
         if service.options:
             app["options"] = dict(service.options)
         spec: dict[str, Any] = {
@@ -221,7 +233,8 @@ class StudySpec:
         if qos_ns is None:
             qos_ns = self.services[cell.service].qos_ns
         spec["apps"][cell.service]["qos"] = _time_text(qos_ns * 1e-9)
-        measured_s = max(SEARCH_WINDOW_QOS * qos_ns * 1e-9, self.requests / start_rps)
+        measured_s = max(SEARCH_WINDOW_QOS * qos_ns * 1e-9,
+                         self.requests_of(cell.service) / start_rps)
         spec["name"] += SEARCH_SUFFIX
         spec["description"] += f"; its max-load search from {start_rps:g} rps"
         spec["length"]["measured"] = _time_text(measured_s)
@@ -290,6 +303,7 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     requests = top.integer("requests", 300, minimum=100,
                            why=" (a p99 needs a few hundred requests)")
     warmup_requests = top.integer("warmup_requests", 30)
+    prewarm_requests = top.integer("prewarm_requests", 0)
     services = _parse_services(top.table("service"))
     listed = top.strings("services", tuple(services))
     unknown = [s for s in listed if s not in services]
@@ -330,7 +344,7 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     return StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
                      presets, services, utilisation,
                      requests, warmup_requests, tuple(validate), cell_tables,
-                     tuple(placements), tuple(dynamic), dynamic_warmup)
+                     tuple(placements), tuple(dynamic), dynamic_warmup, prewarm_requests)
 
 
 def _parse_services(table: _Table) -> dict[str, StudyService]:
@@ -369,8 +383,13 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
                 parse_host_seconds(host_time)
             except ValueError as error:
                 raise t.error("host_time", host_time, str(error)) from None
+        requests = t.raw("requests")
+        if requests is not None:
+            requests = t.integer("requests", 300, minimum=100,
+                                 why=" (a p99 needs a few hundred requests)")
         t.finish()
-        services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time))
+        services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
+                                      requests)
     return services
 
 

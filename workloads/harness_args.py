@@ -34,11 +34,14 @@ class LaunchArgs:
     options: tuple[tuple[str, str], ...] = ()  # --opt KEY=VALUE, sorted
     ready_file: str | None = None
     start_file: str | None = None
+    prewarm: int = 0  # requests served before the ready file
 
     def args(self) -> list[str]:
         args = [self.program, "--mode", self.mode, "--threads", str(self.threads)]
         if self.ready_file:
             args += ["--ready-file", self.ready_file]
+        if self.prewarm:
+            args += ["--prewarm", str(self.prewarm)]
         if self.start_file:
             args += ["--start-file", self.start_file]
         if self.data:

@@ -215,7 +215,7 @@ def _validate(args: argparse.Namespace) -> int:
     """Direct max-load searches of the named cells (or the spec's ``validate`` list),
     each a campaign of its own (runs/study.py) starting from the model's prediction and
     stepping from it by ``--first-step``."""
-    from .analysis.characterisation import knee_qos_ns, predicted_max_load
+    from .analysis.characterisation import predicted_max_load
     from .atomic import atomic_write_text
     from .runs.campaign import open_campaign, prepare_campaign
     from .runs.cli import execute

@@ -172,7 +172,7 @@ def test_the_real_harness_takes_the_run_options_from_its_start_file(
     synthetic = program_candidates("pimcloud-synthetic")
     if not synthetic:
         pytest.skip("the workloads are not built (make cxx)")
-    from pimcloud.workloads.harness_args import RunArgs
+    from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
 
     run_options = RunArgs(rps=3000, seconds=0.05, warmup_s=0.01, seed=4,
                           out=str(tmp_path / "out"), stats_file=str(tmp_path / "live.jsonl"),
@@ -180,9 +180,10 @@ def test_the_real_harness_takes_the_run_options_from_its_start_file(
                           control_file=str(tmp_path / "control.jsonl"),
                           done_file=str(tmp_path / "done")).args()
     start = tmp_path / "go"
-    process = subprocess.Popen([str(synthetic[0]), "--threads", "1", "--ready-file",
-                                str(tmp_path / "ready"), "--start-file", str(start)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    launch = LaunchArgs(str(synthetic[0]), threads=1, ready_file=str(tmp_path / "ready"),
+                        start_file=str(start), prewarm=20).args()
+    process = subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
     (tmp_path / "go.tmp").write_text(" ".join(run_options) + "\n")
     (tmp_path / "go.tmp").rename(start)
     _out, err = process.communicate(timeout=60)
@@ -190,6 +191,7 @@ def test_the_real_harness_takes_the_run_options_from_its_start_file(
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["requests"] > 0 and summary["schedule"] == [[0, 3000]], summary
     assert summary["seed"] == 4 and summary["warmup"] == 30, summary
+    assert summary["prewarm"] == 20  # served before it said it was ready
     assert (tmp_path / "live.jsonl").read_text().strip()
     # It said when its measured requests were done (the wrap-up's signal), once.
     assert (tmp_path / "done").read_text() == f"synthetic {process.pid}\n"

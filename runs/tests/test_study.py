@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pimcloud.runs.guest_scenario import setup_script
 from pimcloud.runs.spec import parse_spec
 from pimcloud.runs.study import StudyDir, StudyError, load_study, parse_study, to_toml
 from pimcloud.study_cli import _selected, _validation_qos_ns, open_study, run_order
@@ -63,11 +64,17 @@ def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
         assert run.scenario.threads == cell.cores == spec.apps["kvstore"].threads
         assert run.scenario.rps_of(spec.apps["kvstore"]) == cell.sample_rps
         # requests / rps of measured time, so every cell has the same request count
-        assert spec.length.measured_s * cell.sample_rps == pytest.approx(study.requests,
-                                                                          rel=1e-2)
+        assert spec.length.measured_s * cell.sample_rps == pytest.approx(
+            study.requests_of("kvstore"), rel=1e-2)
         assert spec.apps["kvstore"].options == {"keys": "20000"}
+        # Its service is warmed before the app checkpoint, on the atomic cores.
+        assert spec.apps["kvstore"].prewarm == study.prewarm_requests > 0
+        assert f"--prewarm {study.prewarm_requests}" in setup_script(run)
         # The id a max-load probe of this app gets: probes and the sample share a folder.
         assert run.run_id == f"apps-kvstore_rps-{cell.sample_rps:g}"
+    # kvstore measures more requests than the others (its start-up transient is long in
+    # requests, short in host time).
+    assert study.requests_of("kvstore") == 600 and study.requests_of("imgdnn") == 300
     # A service whose cells outlast [cell.limits] has a host-time limit of its own, and
     # translate's requests are the short sentences.
     speech = parse_spec(tomllib.loads(to_toml(study.cell_spec(cells[("arch1", "speech")]))))
@@ -96,6 +103,14 @@ def test_a_service_without_estimates_is_refused() -> None:
                                  "service_us = { brawny = 2000 }")
     with pytest.raises(StudyError, match=re.escape("service.imgdnn.service_us.wimpy")):
         parse_study(tomllib.loads(text))
+
+
+def test_a_service_may_measure_its_own_number_of_requests() -> None:
+    text = PROJECT_STUDY.replace('qos = "20ms"', 'qos = "20ms"\nrequests = 500')
+    study = parse_study(tomllib.loads(text))
+    assert study.requests_of("kvstore") == 500 and study.requests_of("imgdnn") == 200
+    with pytest.raises(StudyError, match=re.escape("service.kvstore.requests = 50")):
+        parse_study(tomllib.loads(text.replace("requests = 500", "requests = 50")))
 
 
 def test_parallel_jobs_take_different_presets() -> None:

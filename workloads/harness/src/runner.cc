@@ -387,7 +387,8 @@ std::string summary_json(const HarnessOptions& o, const RunResult& r) {
   profiles += "]";
   return "{\"app\":\"" + o.app + "\",\"mode\":\"" + o.mode +
          "\",\"threads\":" + std::to_string(o.threads) + ",\"seed\":" + std::to_string(o.seed) +
-         ",\"warmup\":" + std::to_string(o.warmup) + ",\"schedule\":" + schedule +
+         ",\"warmup\":" + std::to_string(o.warmup) +
+         ",\"prewarm\":" + std::to_string(o.prewarm) + ",\"schedule\":" + schedule +
          ",\"generated\":" + std::to_string(r.generated) +
          ",\"requests\":" + std::to_string(r.records.size()) +
          ",\"measured_ns\":" + std::to_string(r.measured_ns) + ",\"achieved_rps\":" + rps +
@@ -455,6 +456,8 @@ std::string usage(const std::string& app) {
   --done-file F     write one line to F (a FIFO the scenario reads, or a file) as soon
                     as the measured region's last request is done, before the outputs
   --ready-file F    create F once the service has loaded its data
+  --prewarm N       serve N requests (their own random stream) on the workers before
+                    that: a checkpoint made at the ready file then holds a warm service
   --start-file F    then wait for F to exist before generating any load; F may hold
                     the run's own options (load, lengths, seed, outputs, statistics,
                     hooks), which then replace those given at launch
@@ -496,6 +499,7 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     else if (flag == "--control-socket") o.control_socket = value();
     else if (flag == "--control-file") o.control_file = value();
     else if (flag == "--ready-file") o.ready_file = value();
+    else if (flag == "--prewarm") o.prewarm = to_int(flag, value());
     else if (flag == "--start-file") o.start_file = value();
     else if (flag == "--done-file") o.done_file = value();
     else if (flag == "--check-every") o.check_every = to_int(flag, value());
@@ -541,6 +545,7 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
   if (o.threads < 1 || o.threads > 1024) {
     throw std::invalid_argument("--threads must be between 1 and 1024");
   }
+  if (o.prewarm < 0) throw std::invalid_argument("--prewarm must be 0 or more requests");
   if (o.interval_ns < 1'000'000) throw std::invalid_argument("--interval-ms must be >= 1");
   // With a start file the measured region may come in it (with_start_options checks).
   if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0 && o.start_file.empty()) {
@@ -567,6 +572,32 @@ void announce_exit(const std::string& app, const HarnessOptions& o) {
   StatsPublisher publisher(o.stats_file, o.stats_socket);
   publisher.publish("{\"event\":\"exit\",\"app\":\"" + app + "\",\"pid\":" +
                     std::to_string(getpid()) + ",\"t_ns\":" + std::to_string(now_ns()) + "}");
+}
+
+long long prewarm(Service& service, const HarnessOptions& o) {
+  if (o.prewarm <= 0) return 0;
+  Rng rng(o.seed * 0xA0761D6478BD642FULL + 3);  // apart from the generator's streams
+  std::vector<Request> requests;
+  requests.reserve(static_cast<std::size_t>(o.prewarm));
+  for (long long i = 0; i < o.prewarm; ++i) requests.push_back(service.make_request(rng));
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mutex;
+  std::string error;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < o.threads; ++w) {
+    workers.emplace_back([&, w] {
+      try {
+        for (std::size_t i = next++; i < requests.size(); i = next++) service.serve(requests[i], w);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(error_mutex);
+        if (error.empty()) error = e.what();
+        next = requests.size();  // the others stop too
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  if (!error.empty()) throw std::runtime_error("--prewarm: a request failed: " + error);
+  return o.prewarm;
 }
 
 bool wait_for_start(const HarnessOptions& o) {
@@ -645,6 +676,13 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
   std::signal(SIGTERM, on_signal);
   try {
     auto service = factory(options.service);
+    // A service that serves is started (and warmed) before it reports ready, so that a
+    // checkpoint made then holds its engine handles, not a restored run's first moments.
+    const bool serves = options.mode != "client";
+    if (serves) {
+      service->start(options.threads);
+      prewarm(*service, options);
+    }
     if (!wait_for_start(options)) {
       std::cerr << "pimcloud-" << app << ": interrupted while waiting for "
                 << options.start_file << '\n';
@@ -659,6 +697,7 @@ int harness_main(const std::string& app, ServiceFactory factory, int argc, char*
         return 2;
       }
     }
+    options.service_started = serves;
     if (options.mode == "server") {
       run_server(*service, options);
       std::cout << service->finish() << std::endl;

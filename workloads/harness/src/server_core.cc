@@ -81,7 +81,7 @@ ServerCore::~ServerCore() {
 }
 
 void ServerCore::start() {
-  service_.start(options_.threads);
+  if (!options_.service_started) service_.start(options_.threads);
   started_ns_ = now_ns();
   for (int i = 0; i < options_.threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
   {

@@ -290,3 +290,64 @@ TEST(Runner, TheStartFileCannotReshapeTheLoadedService) {
   EXPECT_THROW(with_start_options("x", {"--start-file", "/go"}, "--rps 5"),
                std::invalid_argument);
 }
+
+// Counts what the harness asks of it: a service started once, warmed on every worker.
+class Counted final : public Service {
+ public:
+  explicit Counted(bool fail = false) : fail_(fail) {}
+  void start(int workers) override {
+    ++starts;
+    served = std::vector<std::atomic<int>>(static_cast<std::size_t>(workers));
+  }
+  Request make_request(Rng& rng) override { return {std::to_string(rng() % 1000)}; }
+  Response serve(const Request&, int worker) override {
+    if (fail_) throw std::runtime_error("no such table");
+    ++served[static_cast<std::size_t>(worker)];
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every worker gets some
+    return {"ok"};
+  }
+  bool check(const Request&, const Response&) override { return true; }
+  int starts = 0;
+  std::vector<std::atomic<int>> served;
+
+ private:
+  bool fail_;
+};
+
+TEST(Runner, PrewarmServesItsRequestsOnEveryWorkerOfTheStartedService) {
+  HarnessOptions o = parse_options("x", {"--seconds", "1", "--threads", "3", "--prewarm",
+                                         "30", "--rps", "2000", "--warmup", "0"});
+  EXPECT_EQ(o.prewarm, 30);
+  Counted service;
+  service.start(o.threads);
+  EXPECT_EQ(prewarm(service, o), 30);
+  int total = 0;
+  for (const auto& n : service.served) {
+    EXPECT_GT(n.load(), 0) << "a worker was left cold";
+    total += n;
+  }
+  EXPECT_EQ(total, 30);
+  // A run after it serves on the same started service: no second start.
+  o.service_started = true;
+  o.seconds = 0.02;
+  const RunResult r = run(service, o);
+  EXPECT_EQ(service.starts, 1);
+  EXPECT_FALSE(r.records.empty());
+  // Without the flag the run starts the service itself, as before.
+  EXPECT_EQ(prewarm(service, parse_options("x", {"--seconds", "1"})), 0);
+}
+
+TEST(Runner, APrewarmRequestThatFailsIsNamed) {
+  const HarnessOptions o = parse_options("x", {"--seconds", "1", "--threads", "2",
+                                               "--prewarm", "4"});
+  Counted service(true);
+  service.start(o.threads);
+  try {
+    prewarm(service, o);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--prewarm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no such table"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_options("x", {"--seconds", "1", "--prewarm", "x"}), std::invalid_argument);
+}

@@ -21,6 +21,8 @@ struct HarnessOptions {
   long long requests = 0;     // ...or its number of requests
   long long warmup = 200;     // requests before the measured region
   int threads = 20;           // server workers
+  long long prewarm = 0;      // requests served before the ready file (launch option)
+  bool service_started = false;  // Service::start done at launch (not an option)
   std::uint64_t seed = 1;
   std::string out_dir;        // lats.bin, requests.csv, summary.json
   std::string stats_file;     // live statistics, one JSON line per interval
@@ -44,6 +46,13 @@ struct HarnessOptions {
   int port = 0;               // server: 0 = any free port (printed); client: required
   ServiceArgs service;
 };
+
+// Serves `o.prewarm` requests on `o.threads` threads, worker i on the service's worker i,
+// before the service reports ready: in a gem5 app checkpoint their page faults, heap
+// arenas and engine caches are then made on the fast atomic cores, so a restored run
+// starts warm but for the CPU caches. Its requests come from their own random stream (the
+// run's requests stay the same); the service must be started. Returns the number served.
+long long prewarm(Service& service, const HarnessOptions& o);
 
 // Parses the command line; throws std::invalid_argument naming the option and the fix.
 HarnessOptions parse_options(const std::string& app, const std::vector<std::string>& args);
