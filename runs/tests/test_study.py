@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -67,11 +68,15 @@ def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
         assert spec.length.measured_s * cell.sample_rps == pytest.approx(
             study.requests_of("kvstore"), rel=1e-2)
         assert spec.apps["kvstore"].options == {"keys": "20000"}
-        # Its service is warmed before the app checkpoint, on the atomic cores.
-        assert spec.apps["kvstore"].prewarm == study.prewarm_requests > 0
-        assert f"--prewarm {study.prewarm_requests}" in setup_script(run)
+        # Its service is not warmed before the app checkpoint (the study's choice).
+        assert spec.apps["kvstore"].prewarm == study.prewarm_requests == 0
+        assert "--prewarm" not in setup_script(run)
         # The id a max-load probe of this app gets: probes and the sample share a folder.
         assert run.run_id == f"apps-kvstore_rps-{cell.sample_rps:g}"
+    # With prewarm_requests, it is, on the atomic cores.
+    warmed = dataclasses.replace(study, prewarm_requests=200)
+    (run,) = parse_spec(tomllib.loads(to_toml(warmed.cell_spec(arch1)))).runs()
+    assert run.apps[0].prewarm == 200 and "--prewarm 200" in setup_script(run)
     # kvstore measures more requests than the others (its start-up transient is long in
     # requests, short in host time).
     assert study.requests_of("kvstore") == 600 and study.requests_of("imgdnn") == 300
