@@ -232,12 +232,13 @@ class StudySpec:
         spec = self.cell_spec(cell)
         if qos_ns is None:
             qos_ns = self.services[cell.service].qos_ns
-        spec["apps"][cell.service]["qos"] = _time_text(qos_ns * 1e-9)
+        spec["apps"][cell.service]["qos"] = f"{round(qos_ns)}ns"  # a knee, not rounded
         measured_s = max(SEARCH_WINDOW_QOS * qos_ns * 1e-9,
                          self.requests_of(cell.service) / start_rps)
         spec["name"] += SEARCH_SUFFIX
         spec["description"] += f"; its max-load search from {start_rps:g} rps"
-        spec["length"]["measured"] = _time_text(measured_s)
+        # Whole microseconds, up: a window rounded below 10 QoS targets would be warned of.
+        spec["length"]["measured"] = f"{math.ceil(measured_s * 1e6)}us"
         spec["axes"]["rps"] = [start_rps]
         return spec
 

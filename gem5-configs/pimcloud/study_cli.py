@@ -271,6 +271,9 @@ def _validation_qos_ns(study: Any, folder: Any, service: str, how: str) -> float
 
     if how == "study":
         return float(study.services[service].qos_ns)
+    if BASELINE not in study.presets:
+        raise ValueError(f"--qos knee takes the knee of {service}'s {BASELINE} curve, and "
+                         f"this study has no {BASELINE}: add it, or give --qos study")
     base = study.cell(BASELINE, service)
     return knee_qos_ns(folder.cell_dir(base), base)
 

@@ -546,6 +546,10 @@ HarnessOptions parse_options(const std::string& app, const std::vector<std::stri
     throw std::invalid_argument("--threads must be between 1 and 1024");
   }
   if (o.prewarm < 0) throw std::invalid_argument("--prewarm must be 0 or more requests");
+  if (o.prewarm > 0 && o.mode == "client") {
+    throw std::invalid_argument("--prewarm warms the serving side: give it to the server "
+                                "(--mode server, integrated or tcp), not the client");
+  }
   if (o.interval_ns < 1'000'000) throw std::invalid_argument("--interval-ms must be >= 1");
   // With a start file the measured region may come in it (with_start_options checks).
   if (o.mode != "server" && o.seconds <= 0 && o.requests <= 0 && o.start_file.empty()) {
@@ -583,17 +587,30 @@ long long prewarm(Service& service, const HarnessOptions& o) {
   std::atomic<std::size_t> next{0};
   std::mutex error_mutex;
   std::string error;
+  auto fail = [&](const std::string& what) {
+    std::lock_guard lock(error_mutex);
+    if (error.empty()) error = what;
+    next = requests.size();  // the others stop too
+  };
   std::vector<std::thread> workers;
-  for (int w = 0; w < o.threads; ++w) {
-    workers.emplace_back([&, w] {
-      try {
-        for (std::size_t i = next++; i < requests.size(); i = next++) service.serve(requests[i], w);
-      } catch (const std::exception& e) {
-        std::lock_guard lock(error_mutex);
-        if (error.empty()) error = e.what();
-        next = requests.size();  // the others stop too
-      }
-    });
+  try {
+    for (int w = 0; w < o.threads; ++w) {
+      workers.emplace_back([&, w] {
+        try {
+          for (std::size_t i = next++; i < requests.size(); i = next++) {
+            service.serve(requests[i], w);
+          }
+        } catch (const std::exception& e) {
+          fail(e.what());
+        } catch (...) {  // an engine's own error type (Xapian's is no std::exception)
+          fail("an exception that is not a std::exception");
+        }
+      });
+    }
+  } catch (...) {  // a thread could not be made: stop and join the ones that were
+    next = requests.size();
+    for (auto& w : workers) w.join();
+    throw;
   }
   for (auto& w : workers) w.join();
   if (!error.empty()) throw std::runtime_error("--prewarm: a request failed: " + error);

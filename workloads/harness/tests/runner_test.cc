@@ -303,7 +303,7 @@ class Counted final : public Service {
   Response serve(const Request&, int worker) override {
     if (fail_) throw std::runtime_error("no such table");
     ++served[static_cast<std::size_t>(worker)];
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every worker gets some
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // every worker gets some
     return {"ok"};
   }
   bool check(const Request&, const Response&) override { return true; }
@@ -350,4 +350,7 @@ TEST(Runner, APrewarmRequestThatFailsIsNamed) {
     EXPECT_NE(std::string(e.what()).find("no such table"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_options("x", {"--seconds", "1", "--prewarm", "x"}), std::invalid_argument);
+  EXPECT_THROW(parse_options("x", {"--mode", "client", "--port", "1", "--seconds", "1",
+                                   "--prewarm", "5"}),
+               std::invalid_argument);
 }
