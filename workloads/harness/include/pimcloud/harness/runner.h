@@ -51,7 +51,8 @@ struct HarnessOptions {
 // before the service reports ready: in a gem5 app checkpoint their page faults, heap
 // arenas and engine caches are then made on the fast atomic cores, so a restored run
 // starts warm but for the CPU caches. Its requests come from their own random stream (the
-// run's requests stay the same); the service must be started. Returns the number served.
+// run's requests stay the same, unless the service's make_request keeps a state of its
+// own, as speech's pick=cycle does); the service must be started. Returns the number served.
 long long prewarm(Service& service, const HarnessOptions& o);
 
 // Parses the command line; throws std::invalid_argument naming the option and the fix.
