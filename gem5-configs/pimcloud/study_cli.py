@@ -6,7 +6,7 @@
     pimcloud study status DIR
     pimcloud study validate DIR --cell arch1/kvstore [--qos knee|study] [--tolerance 0.05]
                             [--seeds 3] [--jobs 3]
-    pimcloud study report DIR [--reference [DIR]] [--qos knee|study] [--screenshot]
+    pimcloud study report DIR [--reference [DIR]] [--qos knee|table2] [--screenshot]
 
 The top of the layers: it composes campaigns (runs) and their analysis.
 """
