@@ -74,6 +74,7 @@ class CellResult:
     # None: the sample's times on a worker already hold a hand-over each (samples.csv
     # made before the column), and the model adds none.
     handover_ns: np.ndarray | None = None
+    study: str = ""  # the name of the study that made it ("": a table made before the column)
 
     @property
     def handovers(self) -> np.ndarray | None:
@@ -247,6 +248,7 @@ def read_study(study: StudySpec, root: Path) -> list[CellResult]:
     for cell in study.cells():
         result = read_cell(folder.cell_dir(cell), cell, folder.search_dir(cell))
         if result is not None:
+            result.study = study.name
             found.append(result)
     return found
 
@@ -265,7 +267,8 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
     report need of each cell besides (cores, sampled load, host times)."""
     frames = [pd.DataFrame({
         "preset": r.cell.preset, "app": r.cell.service, "placement": r.cell.placement,
-        "dynamic": r.cell.dynamic, "cores": r.cell.cores, "core_type": r.cell.core_type,
+        "dynamic": r.cell.dynamic, "study": r.study, "cores": r.cell.cores,
+        "core_type": r.cell.core_type,
         "sample_rps": r.cell.sample_rps, "host_seconds": r.host_seconds,
         "setup_host_seconds": r.setup_host_seconds,
         "occupied_ns": np.round(r.service_ns).astype(np.int64),
@@ -308,8 +311,14 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                                 overhead_ns=_number(first.get("overhead_ns")),
                                 generator_ns=_number(first.get("generator_ns")),
                                 handover_ns=(group[HANDOVER_COLUMN].to_numpy(dtype=float)
-                                             if HANDOVER_COLUMN in group else None)))
+                                             if HANDOVER_COLUMN in group else None),
+                                study=_text(first.get("study"))))
     return found
+
+
+def _text(value: object) -> str:
+    """A reference cell's text, "" where a table made before the column left it out."""
+    return value if isinstance(value, str) else ""
 
 
 def _number(value: object) -> float | None:
@@ -471,7 +480,7 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
         valid = bool(MODEL_AGREES[0] <= ratio <= MODEL_AGREES[1])
         rows.append({"arch": result.cell.preset, "app": app,
                      "placement": result.cell.placement, "dynamic": result.cell.dynamic,
-                     "cores": result.cell.cores,
+                     "study": result.study, "cores": result.cell.cores,
                      "qos_ns": target, "tail_over_qos": low / target,
                      "max_load_rps": queue.max_load(target),
                      "mean_occupied_us": queue.mean_service_ns / 1e3,
@@ -518,7 +527,8 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
         measured = float(data["max_load_rps"])
         miss = data.get("first_miss_rps")
         rows.append({"arch": result.cell.preset, "app": result.cell.service,
-                     "qos_ns": float(data["qos_ns"]), "predicted_rps": predicted,
+                     "study": result.study, "qos_ns": float(data["qos_ns"]),
+                     "predicted_rps": predicted,
                      "measured_rps": measured, "first_miss_rps": miss,
                      # loads probed (runs, with --seeds, can be more); older files: runs
                      "probes": len(data.get("loads") or data.get("probes", [])),
@@ -528,7 +538,7 @@ def validation(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
 
 
-VALIDATION_COLUMNS = ["arch", "app", "qos_ns", "predicted_rps", "measured_rps",
+VALIDATION_COLUMNS = ["arch", "app", "study", "qos_ns", "predicted_rps", "measured_rps",
                       "first_miss_rps", "probes", "runs", "window_ms", "error"]
 
 
@@ -571,20 +581,61 @@ def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFr
     return reference[keep]
 
 
-def check_carried_qos(rows: pd.DataFrame, qos: pd.DataFrame) -> None:
-    """Carried Table III rows keep the max loads of the QoS they were made at: refuse a
-    merge whose QoS moved (this study made arch1 again and its knee came out elsewhere)."""
+def rejudged(rows: pd.DataFrame, curve_frame: pd.DataFrame, qos: pd.DataFrame,
+             notes: list[str] | None = None) -> pd.DataFrame:
+    """Carried rows judged at a QoS that has since moved (this study made arch1 again and
+    its knee came out elsewhere), judged again at the new one from the cell's model curve
+    (``curve_frame``: p99 at 10-95 % utilisation). Rows without a curve (placements) would
+    not compare and are left out; each change is said in ``notes``."""
     if rows.empty or qos.empty or "qos_ns" not in rows.columns:
-        return
+        return rows
     now = qos.set_index("app")["qos_ns"]
-    for row in rows.itertuples():
-        if row.app in now and np.isfinite(now[row.app]) and np.isfinite(row.qos_ns) and \
-                abs(now[row.app] - row.qos_ns) > 1e-3 * row.qos_ns:
-            raise ValueError(
-                f"{row.app}'s QoS is now {now[row.app] / 1e3:.1f} us, but the reference's "
-                f"{row.arch} cell was judged at {row.qos_ns / 1e3:.1f} us: its max load "
-                "would not compare. Make the reference's cells again in this study, or "
-                "write into a new reference folder (--reference DIR)")
+    keep, rows = [], rows.copy()
+    for index, row in rows.iterrows():
+        target = float(now.get(row["app"], np.nan))
+        if not np.isfinite(target) or not np.isfinite(row["qos_ns"]) or \
+                abs(target - row["qos_ns"]) <= 1e-3 * row["qos_ns"]:
+            keep.append(index)
+            continue
+        where = f"{row['arch']} {row['app']}" + (
+            f" {row['policy']}" if "policy" in rows.columns else "")
+        curve = curve_frame[(curve_frame["arch"] == row["arch"])
+                            & (curve_frame["app"] == row["app"])] if len(curve_frame) \
+            else curve_frame
+        if "policy" in rows.columns or len(curve) < 2:
+            if notes is not None:
+                notes.append(f"left out {where}: judged at {row['qos_ns'] / 1e3:.1f} us, QoS "
+                             f"is now {target / 1e3:.1f} us, and the reference has no samples "
+                             "or curve of it to judge it again (make it in this study)")
+            continue
+        curve = curve.sort_values("utilisation")
+        if pd.notna(row.get("max_load_rps")):  # a model that misses its sample stays out
+            rows.loc[index, "max_load_rps"] = curve_max_load(
+                curve["rps"].to_numpy(dtype=float), curve["p99_ns"].to_numpy(dtype=float),
+                target)
+            rows.loc[index, "tail_over_qos"] = float(curve["p99_ns"].iloc[0]) / target
+        if notes is not None:
+            notes.append(f"judged {where} again at the new QoS {target / 1e3:.1f} us (was "
+                         f"{row['qos_ns'] / 1e3:.1f} us) from its model curve: it has no "
+                         "samples in the reference")
+        rows.loc[index, "qos_ns"] = target
+        keep.append(index)
+    return rows.loc[keep]
+
+
+def curve_max_load(rps: np.ndarray, p99_ns: np.ndarray, qos_ns: float) -> float:
+    """The load where a model curve (rising with the load) crosses QoS, interpolated
+    between its points: 0 if its lowest load misses QoS, its highest if none does (a
+    lower bound: the curve ends at 95 % utilisation)."""
+    over = np.flatnonzero(p99_ns > qos_ns)
+    if not len(over):
+        return float(rps[-1])
+    first = int(over[0])
+    if first == 0:
+        return 0.0
+    low, high = first - 1, first
+    share = (qos_ns - p99_ns[low]) / (p99_ns[high] - p99_ns[low])
+    return float(rps[low] + share * (rps[high] - rps[low]))
 
 
 def with_carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -838,9 +889,11 @@ def _flag(points: pd.DataFrame, column: str, default: bool) -> pd.Series:
 
 def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
                        qos_how: str = "knee", screenshot: bool = False,
-                       reference: Path | None = None) -> Path:
+                       reference: Path | None = None,
+                       notes: list[str] | None = None) -> Path:
     """Tables (CSV), figures (PNG + SVG) and index.html of a study folder; with
-    ``reference``, its tables and figures are also copied there (analysis/reference/)."""
+    ``reference``, its tables and figures are also copied there (analysis/reference/),
+    and what became of the reference's other cells is said in ``notes``."""
     out = (out or root / "report").resolve()
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -859,11 +912,14 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     curve_frame = with_carried("curves", curve_frame, ref["curves"])
     qos = qos_targets(curve_frame, qos_how) if len(curve_frame) else pd.DataFrame(
         columns=["app", "qos_ns"])
-    check_carried_qos(carried("table_iii", curves(first_touch), ref["table_iii"]), qos)
-    table = normalised(with_carried("table_iii", table_iii(first_touch, qos),
-                                    ref["table_iii"])) if len(qos) else pd.DataFrame()
-    placement = with_carried("placement", placement_table(results, qos, table),
-                             ref["placement"])
+    table = pd.DataFrame()
+    if len(qos):
+        ours = table_iii(first_touch, qos)
+        table = normalised(with_carried("table_iii", ours, rejudged(
+            carried("table_iii", ours, ref["table_iii"]), curve_frame, qos, notes)))
+    ours = placement_table(results, qos, table)
+    placement = with_carried("placement", ours, rejudged(
+        carried("placement", ours, ref["placement"]), curve_frame, qos, notes))
     points = with_carried("points", points, ref["points"])
     checks = claims(table, placement)
     ranks = rank_correlations(table)

@@ -287,3 +287,32 @@ def test_no_search_yet_is_an_empty_table_with_its_columns(tmp_path: Path) -> Non
     table = validation([], pd.DataFrame())
     table.to_csv(tmp_path / "validation.csv", index=False)
     assert list(pd.read_csv(tmp_path / "validation.csv").columns) == VALIDATION_COLUMNS
+
+
+def test_a_curve_crosses_qos_between_its_points() -> None:
+    from pimcloud.analysis.characterisation import curve_max_load
+
+    rps = np.array([100.0, 200.0, 300.0])
+    p99 = np.array([1.0, 2.0, 4.0])
+    assert curve_max_load(rps, p99, 3.0) == pytest.approx(250.0)
+    assert curve_max_load(rps, p99, 0.5) == 0.0  # misses QoS at its lowest load
+    assert curve_max_load(rps, p99, 9.0) == 300.0  # meets it all the way: a lower bound
+
+
+def test_a_carried_row_is_judged_again_at_a_moved_qos() -> None:
+    from pimcloud.analysis.characterisation import rejudged
+
+    curve = pd.DataFrame({"arch": "arch4", "app": "kvstore", "utilisation": [0.1, 0.2, 0.3],
+                          "rps": [100.0, 200.0, 300.0], "p99_ns": [1.0, 2.0, 4.0]})
+    rows = pd.DataFrame({"arch": ["arch4", "arch4", "arch8"],
+                         "app": ["kvstore", "imgdnn", "kvstore"],
+                         "qos_ns": [2.0, 2.0, 3.0], "tail_over_qos": [0.5, 0.1, 0.2],
+                         "max_load_rps": [200.0, 50.0, 70.0]})
+    qos = pd.DataFrame({"app": ["kvstore", "imgdnn"], "qos_ns": [3.0, 5.0]})
+    notes: list[str] = []
+    out = rejudged(rows, curve, qos, notes).set_index(["arch", "app"])
+    assert list(out.index) == [("arch4", "kvstore"), ("arch8", "kvstore")]
+    assert out.loc[("arch4", "kvstore"), "max_load_rps"] == pytest.approx(250.0)
+    assert out.loc[("arch4", "kvstore"), "tail_over_qos"] == pytest.approx(1 / 3)
+    assert out.loc[("arch8", "kvstore"), "max_load_rps"] == 70.0  # its QoS did not move
+    assert len(notes) == 2 and notes[1].startswith("left out arch4 imgdnn")

@@ -294,8 +294,11 @@ def _report(args: argparse.Namespace) -> int:
               "existing reference folder (an empty one starts a new reference)",
               file=sys.stderr)
         return 2
+    notes: list[str] = []
     out = write_study_report(study, root, args.out, qos_how=args.qos,
-                             screenshot=args.screenshot, reference=reference)
+                             screenshot=args.screenshot, reference=reference, notes=notes)
+    for note in notes:
+        print(f"reference: {note}", file=sys.stderr)
     print(f"report: {out}")
     return 0
 

@@ -265,9 +265,23 @@ def test_a_study_runs_resumes_validates_and_reports(
     # A misspelt reference folder is named, not created.
     done = cli("study", "report", str(out), "--reference", str(tmp_path / "nowhere"))
     assert done.returncode == 2 and "no such folder" in done.stderr
-    # Carried cells judged at another QoS would not compare: refused, with what to do.
+    # Carried cells judged at another QoS (and without samples) are judged again at this
+    # one from their model curves; one without a curve is left out, and both are said.
     moved = pd.read_csv(reference / "table_iii.csv")
     moved.loc[moved["arch"] == "arch4", "qos_ns"] *= 2
     moved.to_csv(reference / "table_iii.csv", index=False)
+    lines = pd.read_csv(reference / "curves.csv")
+    arch8_kv = lines[(lines["arch"] == "arch8") & (lines["app"] == "kvstore")]
+    pd.concat([lines, arch8_kv.assign(arch="arch4")]).to_csv(reference / "curves.csv",
+                                                             index=False)
     done = cli("study", "report", str(out), "--reference", str(reference))
-    assert done.returncode != 0 and "would not compare" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "judged arch4 kvstore again" in done.stderr
+    assert "left out arch4 imgdnn" in done.stderr
+    again = pd.read_csv(reference / "table_iii.csv").set_index(["arch", "app"])
+    assert ("arch4", "imgdnn") not in again.index
+    assert again.loc[("arch4", "kvstore"), "qos_ns"] == again.loc[("arch1", "kvstore"),
+                                                                   "qos_ns"]
+    # The same curve as arch8's: the same max load, to the curve's resolution.
+    assert again.loc[("arch4", "kvstore"), "max_load_rps"] == pytest.approx(
+        again.loc[("arch8", "kvstore"), "max_load_rps"], rel=0.03)
