@@ -48,6 +48,20 @@ def detailed_phase(run: Run, backend: str, restored: bool) -> str:
     return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
 
 
+def guest_work_estimate(run: Run, length_s: float) -> float:
+    """The services' CPU seconds in the guest a run should take: each app's workers busy
+    for its share of its max load (``rps / max_rps``; a study cell's ``max_rps`` is its
+    estimated capacity), all of them where it has none."""
+    work = 0.0
+    for app in run.apps:
+        workers = app.threads or run.scenario.threads
+        share = 1.0
+        if app.max_rps:
+            share = min(1.0, run.scenario.rps_of(app) / app.max_rps)
+        work += share * workers * length_s
+    return work
+
+
 def run_estimate(run: Run, backend: str, length_s: float) -> tuple[str, Speed, float]:
     """(speed key, its speed, host seconds) of one run's detailed part of ``length_s``."""
     from .guest_scenario import app_checkpointed
@@ -55,7 +69,7 @@ def run_estimate(run: Run, backend: str, length_s: float) -> tuple[str, Speed, f
     phase = detailed_phase(run, backend, app_checkpointed(run, backend))
     speed = speed_of(backend, phase, run.topology)
     return (f"{backend}/{phase}/{Path(run.topology).stem}", speed,
-            speed.host_seconds(length_s, busy_cores(run)))
+            speed.host_seconds(length_s, busy_cores(run), guest_work_estimate(run, length_s)))
 
 
 def app_set_of(run: Run) -> str:
@@ -207,8 +221,13 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"limits per run: {format_seconds(spec.limits.host_time_s)} host time, "
                  f"{spec.limits.memory_bytes / 2**30:g} GiB, {spec.limits.retries} "
                  "retries")
-    lines.append("speeds used (host s = overhead + factor x simulated s):")
+    lines.append("speeds used (host s = overhead + factor x simulated s, or + factor x "
+                 "the services' CPU s in the guest):")
     for key, speed in plan.speeds.items():
+        if speed.per_work:
+            lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.per_work:g} x guest CPU s "
+                         f"[{speed.source}]")
+            continue
         busy = (f" ({speed.per_busy_core:+.4g} x per busy core from "
                 f"{speed.busy_reference:g})" if speed.per_busy_core else "")
         if speed.extra_sim_s:

@@ -47,9 +47,17 @@ class Speed:
     per_busy_core: float = 0.0  # host_per_sim grows by this per busy core (fitted)
     busy_reference: float = 0.0  # the busy cores host_per_sim is given at
     extra_sim_s: float = 0.0  # simulated seconds a run adds to its length (measured)
+    # Host seconds per second of the services' CPU time in the guest (fitted): gem5's
+    # cost follows the instructions the detailed cores run, not the simulated time.
+    per_work: float = 0.0
 
-    def host_seconds(self, simulated_s: float, busy: float | None = None) -> float:
-        """Host seconds of ``simulated_s`` (a run's length: its measured extra is added)."""
+    def host_seconds(self, simulated_s: float, busy: float | None = None,
+                     work_s: float | None = None) -> float:
+        """Host seconds of ``simulated_s`` (a run's length: its measured extra is added),
+        or, where the speed was fitted by guest work, of ``work_s`` CPU seconds of the
+        services in the guest."""
+        if self.per_work and work_s is not None:
+            return self.overhead_s + self.per_work * work_s
         simulated_s += self.extra_sim_s
         factor = self.host_per_sim
         if busy is not None and self.per_busy_core:
@@ -119,6 +127,26 @@ def fit_busy(samples: list[list[float]], overhead: float
     return overhead, float(at_mean), float(per_core), mean_busy
 
 
+def fit_work(samples: list[list[float]]) -> tuple[float, float] | None:
+    """(overhead, host seconds per guest CPU second) through samples (simulated, host,
+    busy, length, work) that record the services' CPU time in the guest: least squares
+    over at least three runs of different work. None when the data cannot say (or say a
+    negative cost)."""
+    import numpy as np
+
+    rows = [s for s in samples if len(s) >= 5 and s[4] > 0]
+    if len(rows) < 3:
+        return None
+    work = np.array([s[4] for s in rows])
+    host = np.array([s[1] for s in rows])
+    if np.ptp(work) <= 0.1 * work.mean():
+        return None
+    slope, overhead = np.polyfit(work, host, 1)
+    if slope <= 0 or overhead < 0:
+        return None
+    return float(overhead), float(slope)
+
+
 def extra_simulated(samples: list[list[float]]) -> float:
     """Simulated seconds a run takes beyond its warm-up and measured length (restore to
     start, the services' finishing, sending the results): the median over samples that
@@ -134,9 +162,18 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
                or defaults.get(f"{backend}/{phase}/*")
                or {"overhead_s": 0.0, "host_per_sim": 1.0, "note": "no figure: guessed 1:1"})
     base_overhead = float(default.get("overhead_s", 0.0))  # type: ignore[arg-type]
+    default_per_work = float(default.get("per_work", 0.0))  # type: ignore[arg-type]
     samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
         extra = extra_simulated(samples)
+        by_work = fit_work(samples)
+        if by_work is not None:
+            overhead, slope = fit([s[:2] for s in samples], base_overhead)
+            return Speed(by_work[0], slope, f"measured ({len(samples)} runs, by guest work)",
+                         extra_sim_s=extra, per_work=by_work[1])
+        if default_per_work:  # runs recorded before the guest's work: the defaults' line
+            return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
+                         str(default.get("note", "default")), per_work=default_per_work)
         busy = fit_busy(samples, base_overhead)
         if busy is not None:
             return Speed(busy[0], busy[1], f"measured ({len(samples)} runs, by busy cores)",
@@ -145,13 +182,15 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
         return Speed(overhead, slope, f"measured ({len(samples)} runs)", extra_sim_s=extra)
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
                  str(default.get("note", "default")),
-                 extra_sim_s=float(default.get("extra_sim_s", 0.0)))  # type: ignore[arg-type]
+                 extra_sim_s=float(default.get("extra_sim_s", 0.0)),  # type: ignore[arg-type]
+                 per_work=default_per_work)
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
-                 host_s: float, busy: float | None = None, length_s: float | None = None
-                 ) -> None:
-    """Add one finished run's figures (under a lock: many workers finish at once)."""
+                 host_s: float, busy: float | None = None, length_s: float | None = None,
+                 work_s: float | None = None) -> None:
+    """Add one finished run's figures (under a lock: many workers finish at once);
+    ``work_s``: the services' CPU seconds in the guest (guest_work_seconds)."""
     if simulated_s <= 0 or host_s <= 0:
         return
     path = measured_path()
@@ -166,6 +205,26 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
             sample.append(round(busy, 2))
             if length_s is not None:
                 sample.append(round(length_s, 6))
+                if work_s is not None:
+                    sample.append(round(work_s, 6))
         samples.append(sample)
         data[key] = samples[-KEEP:]
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def guest_work_seconds(run_dir: Path) -> float | None:
+    """The services' CPU time in the guest over a run's warm-up and measured requests:
+    each harness summary's measured CPU, scaled from its measured requests to all it
+    generated. None when no summary says (QEMU runs, harnesses before the figure)."""
+    total, seen = 0.0, False
+    for path in sorted(run_dir.rglob("summary.json")):
+        try:
+            summary = json.loads(path.read_text())
+            cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
+            generated = int(summary.get("generated", requests))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if requests > 0:
+            total += cpu * generated / requests / 1e9
+            seen = True
+    return total if seen else None

@@ -215,6 +215,51 @@ def test_speed_by_busy_cores_is_fitted_once_the_samples_differ(
     assert speed.host_seconds(0.15, 10) == pytest.approx(60 + 0.2 * 6000)
 
 
+def test_speed_by_guest_work_is_fitted_and_the_plan_prices_runs_by_it(
+        write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pimcloud.runs.plan import format_plan, guest_work_estimate, make_plan
+    from pimcloud.runs.spec import load_spec
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    # host = 100 + 5000 x the services' guest CPU s, whatever the simulated time
+    for simulated, work in ((0.1, 0.02), (0.1, 0.2), (0.3, 0.05), (0.2, 0.1)):
+        record_speed("gem5", "restore", "paper", simulated, 100 + 5000 * work, 4,
+                     length_s=simulated - 0.05, work_s=work)
+    speed = speed_of("gem5", "restore", "paper")
+    assert "by guest work" in speed.source
+    assert speed.overhead_s == pytest.approx(100) and speed.per_work == pytest.approx(5000)
+    spec = load_spec(write_spec())
+    plan = make_plan(spec, "gem5", 1, {"paper"}, None)
+    length = spec.length.warmup_s + spec.length.measured_s
+    loads = {}
+    for run in plan.runs:
+        work = guest_work_estimate(run, length)
+        assert plan.per_run[run.run_id] == pytest.approx(100 + 5000 * work)
+        loads[run.scenario.load] = work
+    # A run at a larger share of its max load keeps its workers busier.
+    assert loads[0.5] == pytest.approx(loads[0.2] * 2.5)
+    assert "5000 x guest CPU s" in format_plan(plan)
+
+
+def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
+    from pimcloud.runs.speeds import guest_work_seconds
+
+    assert guest_work_seconds(tmp_path) is None  # no summary: nothing to say
+    for app, cpu_ms, requests, generated in (("kvstore", 10, 300, 400), ("imgdnn", 60, 100,
+                                                                          150)):
+        (tmp_path / "results" / app).mkdir(parents=True)
+        (tmp_path / "results" / app / "summary.json").write_text(json.dumps(
+            {"measured_cpu_ns": cpu_ms * 1e6, "requests": requests, "generated": generated}))
+    assert guest_work_seconds(tmp_path) == pytest.approx(0.010 * 4 / 3 + 0.060 * 1.5)
+
+
+def test_table_iii_presets_are_priced_by_guest_work_before_any_run() -> None:
+    # speeds.toml's lines: a preset's cost follows the detailed cores' work.
+    for preset in ("arch1", "arch4", "arch8", "arch9"):
+        assert speed_of("gem5", "restore", preset).per_work > 0
+
+
 def test_wall_time_counts_jobs_beyond_the_host_cores_as_sharing_them() -> None:
     from pimcloud.runs.plan import Plan
 
