@@ -112,6 +112,7 @@ def _plan(args: argparse.Namespace) -> int:
     boots: dict[str, float] = {}
     setups: list[float] = []
     runs: list[float] = []
+    cells: list[float] = []  # each cell's app checkpoint and runs, one after the other
     lines = []
     jobs = 0
     done = 0
@@ -133,6 +134,7 @@ def _plan(args: argparse.Namespace) -> int:
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
         setups.append(cell_setup)
         runs.extend(plan.per_run.values())
+        cells.append(cell_setup + sum(plan.per_run.values()))
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
                      f"app checkpoint {format_seconds(cell_setup)}, run "
@@ -145,8 +147,19 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
     lanes = max(1, jobs)
     print(f"total host time {format_seconds(total)}; with {lanes} parallel job(s) about "
-          f"{format_seconds(total / lanes)} of wall time (spread evenly)")
+          f"{format_seconds(study_wall_s(list(boots.values()), cells, lanes))} of wall time "
+          "(boots first, then each cell on a job of its own, longest first)")
     return 0
+
+
+def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
+    """Wall time of a study made ``jobs`` cells at a time: its boots side by side, then
+    the cells, longest first onto the least loaded job (a cell is one job: its longest
+    bounds the wall time however many jobs there are)."""
+    lanes = [0.0] * max(1, jobs)
+    for seconds in sorted(cells, reverse=True):
+        lanes[lanes.index(min(lanes))] += seconds
+    return max(boots, default=0.0) + max(lanes)
 
 
 def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,

@@ -126,6 +126,15 @@ def test_parallel_jobs_take_different_presets() -> None:
                                                                       "arch1-imgdnn"]
 
 
+def test_a_study_takes_at_least_its_longest_cell_however_many_jobs() -> None:
+    from pimcloud.study_cli import study_wall_s
+
+    cells = [100.0, 10.0, 10.0, 10.0]
+    assert study_wall_s([5.0, 7.0], cells, 64) == pytest.approx(7 + 100)
+    assert study_wall_s([], cells, 1) == pytest.approx(130)
+    assert study_wall_s([], [40.0, 30.0, 20.0, 10.0], 2) == pytest.approx(50)
+
+
 def test_cells_narrow_a_selection_to_named_cells() -> None:
     text = PROJECT_STUDY.replace('presets = ["arch1", "arch8"]', 'presets = ["arch1", "arch9"]')
     text = text.replace("validate =", 'placements = ["ft", "cc"]\nvalidate =')
