@@ -318,7 +318,8 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
 
 def _text(value: object) -> str:
     """A reference cell's text, "" where a table made before the column left it out."""
-    return value if isinstance(value, str) else ""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) \
+        else str(value)
 
 
 def _number(value: object) -> float | None:
@@ -441,13 +442,22 @@ def placement_table(results: list[CellResult], qos: pd.DataFrame,
         return frame
     if local is None:
         local = table_iii([r for r in results if r.cell.preset == PLACEMENT_BASELINE], qos)
-    local = local[local["arch"] == PLACEMENT_BASELINE] if len(local) else local
-    local_load = local.set_index("app")["max_load_rps"] if len(local) else pd.Series(
-        dtype=float)
     frame["policy"] = [placement if dynamic == "none" else
                        f"{placement}+{DYNAMIC_SUFFIX[dynamic]}"
                        for placement, dynamic in zip(frame["placement"], frame["dynamic"],
                                                      strict=True)]
+    return placement_normalised(frame, local)
+
+
+def placement_normalised(frame: pd.DataFrame, local: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3's normalisation of placement rows: over arch8's max load in ``local`` (a
+    Table III), or, without one, over the best static placement's."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    local = local[local["arch"] == PLACEMENT_BASELINE] if len(local) else local
+    local_load = local.set_index("app")["max_load_rps"] if len(local) else pd.Series(
+        dtype=float)
     static = frame["max_load_rps"].where(frame["dynamic"] == "none")
     best = static.groupby([frame["arch"], frame["app"]]).transform("max")
     baseline = frame["app"].map(local_load)
@@ -585,12 +595,13 @@ def rejudged(rows: pd.DataFrame, curve_frame: pd.DataFrame, qos: pd.DataFrame,
              notes: list[str] | None = None) -> pd.DataFrame:
     """Carried rows judged at a QoS that has since moved (this study made arch1 again and
     its knee came out elsewhere), judged again at the new one from the cell's model curve
-    (``curve_frame``: p99 at 10-95 % utilisation). Rows without a curve (placements) would
-    not compare and are left out; each change is said in ``notes``."""
+    (``curve_frame``: p99 at 10-95 % utilisation of first-touch cells). Rows without a
+    curve (other placements) would not compare and are left out; each change is said in
+    ``notes``."""
     if rows.empty or qos.empty or "qos_ns" not in rows.columns:
         return rows
     now = qos.set_index("app")["qos_ns"]
-    keep, rows = [], rows.copy()
+    keep, rows = [], rows.reset_index(drop=True)
     for index, row in rows.iterrows():
         target = float(now.get(row["app"], np.nan))
         if not np.isfinite(target) or not np.isfinite(row["qos_ns"]) or \
@@ -599,25 +610,34 @@ def rejudged(rows: pd.DataFrame, curve_frame: pd.DataFrame, qos: pd.DataFrame,
             continue
         where = f"{row['arch']} {row['app']}" + (
             f" {row['policy']}" if "policy" in rows.columns else "")
+        dynamic = row.get("dynamic", "none")
+        first_touch = row.get("placement", "ft") == "ft" and (
+            dynamic in ("none", None) or pd.isna(dynamic))
         curve = curve_frame[(curve_frame["arch"] == row["arch"])
                             & (curve_frame["app"] == row["app"])] if len(curve_frame) \
             else curve_frame
-        if "policy" in rows.columns or len(curve) < 2:
+        if not first_touch or len(curve) < 2:
             if notes is not None:
                 notes.append(f"left out {where}: judged at {row['qos_ns'] / 1e3:.1f} us, QoS "
                              f"is now {target / 1e3:.1f} us, and the reference has no samples "
                              "or curve of it to judge it again (make it in this study)")
             continue
         curve = curve.sort_values("utilisation")
+        said = "its model missed its own sample: no max load"
         if pd.notna(row.get("max_load_rps")):  # a model that misses its sample stays out
-            rows.loc[index, "max_load_rps"] = curve_max_load(
-                curve["rps"].to_numpy(dtype=float), curve["p99_ns"].to_numpy(dtype=float),
-                target)
-            rows.loc[index, "tail_over_qos"] = float(curve["p99_ns"].iloc[0]) / target
+            rps = curve["rps"].to_numpy(dtype=float)
+            p99 = curve["p99_ns"].to_numpy(dtype=float)
+            load = curve_max_load(rps, p99, target)
+            low = curve.iloc[int(np.argmin(np.abs(curve["utilisation"] - LOW_LOAD)))]
+            rows.loc[index, "max_load_rps"] = load
+            rows.loc[index, "tail_over_qos"] = float(low["p99_ns"]) / target
+            said = f"max load {load:.4g} rps from its model curve" + (
+                " (a lower bound: the curve meets QoS to its end)"
+                if p99[-1] <= target else "")
         if notes is not None:
             notes.append(f"judged {where} again at the new QoS {target / 1e3:.1f} us (was "
-                         f"{row['qos_ns'] / 1e3:.1f} us) from its model curve: it has no "
-                         "samples in the reference")
+                         f"{row['qos_ns'] / 1e3:.1f} us; no samples in the reference): "
+                         f"{said}")
         rows.loc[index, "qos_ns"] = target
         keep.append(index)
     return rows.loc[keep]
@@ -918,12 +938,13 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         table = normalised(with_carried("table_iii", ours, rejudged(
             carried("table_iii", ours, ref["table_iii"]), curve_frame, qos, notes)))
     ours = placement_table(results, qos, table)
-    placement = with_carried("placement", ours, rejudged(
-        carried("placement", ours, ref["placement"]), curve_frame, qos, notes))
+    placement = placement_normalised(with_carried("placement", ours, rejudged(
+        carried("placement", ours, ref["placement"]), curve_frame, qos, notes)), table)
     # PIM cores rarely meet the knee of arch1's curve, where every placement's max load is
     # 0: Fig. 3 is drawn at Table II's targets too (cells with samples only).
-    table2 = qos_targets(curve_frame, "table2") if len(curve_frame) else qos
-    placement_table2 = placement_table(results, table2, table_iii(first_touch, table2))
+    placement_table2 = pd.DataFrame()
+    if qos_how != "table2" and len(curve_frame):
+        placement_table2 = placement_table(results, qos_targets(curve_frame, "table2"))
     points = with_carried("points", points, ref["points"])
     checks = claims(table, placement)
     ranks = rank_correlations(table)

@@ -48,17 +48,17 @@ def detailed_phase(run: Run, backend: str, restored: bool) -> str:
     return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
 
 
-def guest_work_estimate(run: Run, length_s: float) -> float:
+def guest_work_estimate(run: Run, length_s: float) -> float | None:
     """The services' CPU seconds in the guest a run should take: each app's workers busy
     for its share of its max load (``rps / max_rps``; a study cell's ``max_rps`` is its
-    estimated capacity), all of them where it has none."""
+    estimated capacity). None when an app has no ``max_rps`` to say (the plan then prices
+    the run by its simulated time)."""
     work = 0.0
     for app in run.apps:
+        if not app.max_rps:
+            return None
         workers = app.threads or run.scenario.threads
-        share = 1.0
-        if app.max_rps:
-            share = min(1.0, run.scenario.rps_of(app) / app.max_rps)
-        work += share * workers * length_s
+        work += min(1.0, run.scenario.rps_of(app) / app.max_rps) * workers * length_s
     return work
 
 

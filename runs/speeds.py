@@ -14,7 +14,11 @@ runs with best-effort jobs (plan.detailed_phase); ``backend/phase/*`` is the fal
 
 A detailed run's speed depends on how many cores are busy (an idle gem5 core costs little),
 so samples carry the run's busy cores when known, and with three or more samples over
-different counts the fit is ``overhead + simulated x (a + b x busy)``.
+different counts the fit is ``overhead + simulated x (a + b x busy)``. A gem5 run restored
+from its app checkpoint records its services' CPU time in the guest too (its *work*,
+:func:`guest_work_seconds`): gem5's cost follows the instructions its detailed cores run,
+and where such samples (or speeds.toml's ``per_work``) exist a run costs ``overhead +
+per_work x work``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ from pathlib import Path
 from pimcloud.atomic import atomic_write_text
 
 from .layout import DEFAULT_OUT
+
+# The phase whose runs are priced by the guest's work: the services alone, restored from
+# their app checkpoint (best-effort jobs' work is not in the services' figure; QEMU's time
+# is the guest's, whatever its work).
+WORK_PHASE = ("gem5", "restore")
 
 DEFAULTS = Path(__file__).resolve().parent / "speeds.toml"
 KEEP = 20
@@ -127,11 +136,13 @@ def fit_busy(samples: list[list[float]], overhead: float
     return overhead, float(at_mean), float(per_core), mean_busy
 
 
-def fit_work(samples: list[list[float]]) -> tuple[float, float] | None:
-    """(overhead, host seconds per guest CPU second) through samples (simulated, host,
-    busy, length, work) that record the services' CPU time in the guest: least squares
-    over at least three runs of different work. None when the data cannot say (or say a
-    negative cost)."""
+def fit_work(samples: list[list[float]], default_overhead: float
+             ) -> tuple[float, float, int] | None:
+    """(overhead, host seconds per guest CPU second, runs fitted) through samples
+    (simulated, host, busy, length, work) that record the services' CPU time in the guest:
+    least squares over runs of different work; where those cannot say (work too alike, or
+    a negative overhead), the line through them with the defaults' overhead (or the
+    cheapest run's, if less) kept. None without three such samples."""
     import numpy as np
 
     rows = [s for s in samples if len(s) >= 5 and s[4] > 0]
@@ -139,12 +150,13 @@ def fit_work(samples: list[list[float]]) -> tuple[float, float] | None:
         return None
     work = np.array([s[4] for s in rows])
     host = np.array([s[1] for s in rows])
-    if np.ptp(work) <= 0.1 * work.mean():
-        return None
-    slope, overhead = np.polyfit(work, host, 1)
-    if slope <= 0 or overhead < 0:
-        return None
-    return float(overhead), float(slope)
+    if np.ptp(work) > 0.1 * work.mean():
+        slope, overhead = np.polyfit(work, host, 1)
+        if slope > 0 and overhead >= 0:
+            return float(overhead), float(slope), len(rows)
+    overhead = min(default_overhead, float(host.min()))
+    slope = float(np.sum((host - overhead) * work) / np.sum(work**2))
+    return (overhead, slope, len(rows)) if slope > 0 else None
 
 
 def extra_simulated(samples: list[list[float]]) -> float:
@@ -166,10 +178,11 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
     samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
         extra = extra_simulated(samples)
-        by_work = fit_work(samples)
+        by_work = fit_work(samples, base_overhead) if (backend, phase) == WORK_PHASE \
+            else None
         if by_work is not None:
             overhead, slope = fit([s[:2] for s in samples], base_overhead)
-            return Speed(by_work[0], slope, f"measured ({len(samples)} runs, by guest work)",
+            return Speed(by_work[0], slope, f"measured ({by_work[2]} runs, by guest work)",
                          extra_sim_s=extra, per_work=by_work[1])
         if default_per_work:  # runs recorded before the guest's work: the defaults' line
             return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]

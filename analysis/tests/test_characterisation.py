@@ -352,3 +352,27 @@ def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
     assert 0.3 < at_table2.loc["cc", "normalized_max_load"] < 0.5
     assert (out.parent / "figures" / "fig3-table2.png").is_file()
     assert "Fig. 3 at Table II" in out.read_text()
+
+
+def test_a_carried_placement_row_is_judged_again_only_where_it_has_a_curve() -> None:
+    from pimcloud.analysis.characterisation import rejudged
+
+    curve = pd.DataFrame({"arch": "arch9", "app": "kvstore", "utilisation": [0.1, 0.2, 0.3],
+                          "rps": [100.0, 200.0, 300.0], "p99_ns": [1.0, 2.0, 4.0]})
+    rows = pd.DataFrame({"arch": "arch9", "app": "kvstore", "placement": ["ft", "cc", "ft"],
+                         "dynamic": ["none", "none", "migration"],
+                         "policy": ["ft", "cc", "ft+mig"], "qos_ns": 2.0,
+                         "tail_over_qos": 0.5, "max_load_rps": [200.0, 150.0, np.nan]})
+    qos = pd.DataFrame({"app": ["kvstore"], "qos_ns": [3.0]})
+    notes: list[str] = []
+    out = rejudged(rows, curve, qos, notes)
+    # First touch alone is Table III's cell, whose curve this is; CC and migration are not.
+    assert list(out["policy"]) == ["ft"] and out["max_load_rps"].iloc[0] == pytest.approx(250)
+    assert [n.split(":")[0] for n in notes] == [
+        "judged arch9 kvstore ft again at the new QoS 0.0 us (was 0.0 us; no samples in the "
+        "reference)", "left out arch9 kvstore cc", "left out arch9 kvstore ft+mig"]
+    # A model that missed its own sample keeps no max load, and is said so.
+    invalid = rows.iloc[[0]].assign(max_load_rps=np.nan)
+    notes.clear()
+    again = rejudged(invalid, curve, qos, notes)
+    assert again["max_load_rps"].isna().all() and "missed its own sample" in notes[0]

@@ -145,17 +145,18 @@ def _plan(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     for topology, seconds in boots.items():
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
-    lanes = max(1, jobs)
-    print(f"total host time {format_seconds(total)}; with {lanes} parallel job(s) about "
+    lanes = args.jobs or len(os.sched_getaffinity(0))  # as `study run` makes them
+    print(f"total host time {format_seconds(total)}; with {lanes} cell(s) at a time at least "
           f"{format_seconds(study_wall_s(list(boots.values()), cells, lanes))} of wall time "
-          "(boots first, then each cell on a job of its own, longest first)")
+          "(boots first, then the cells, longest first: no cell is split)")
     return 0
 
 
 def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
     """Wall time of a study made ``jobs`` cells at a time: its boots side by side, then
     the cells, longest first onto the least loaded job (a cell is one job: its longest
-    bounds the wall time however many jobs there are)."""
+    bounds the wall time however many jobs there are). A lower bound: `study run` takes
+    the cells in its own order."""
     lanes = [0.0] * max(1, jobs)
     for seconds in sorted(cells, reverse=True):
         lanes[lanes.index(min(lanes))] += seconds

@@ -235,11 +235,24 @@ def test_speed_by_guest_work_is_fitted_and_the_plan_prices_runs_by_it(
     loads = {}
     for run in plan.runs:
         work = guest_work_estimate(run, length)
+        assert work is not None
         assert plan.per_run[run.run_id] == pytest.approx(100 + 5000 * work)
         loads[run.scenario.load] = work
     # A run at a larger share of its max load keeps its workers busier.
     assert loads[0.5] == pytest.approx(loads[0.2] * 2.5)
     assert "5000 x guest CPU s" in format_plan(plan)
+    # Runs of one service at one window do much the same work: the line then keeps the
+    # defaults' overhead (speeds.toml: 60 s for restore/*) and fits only the slope.
+    for _ in range(3):
+        record_speed("gem5", "restore", "mini", 0.1, 60 + 4000 * 0.05, 4, length_s=0.05,
+                     work_s=0.05)
+    alike = speed_of("gem5", "restore", "mini")
+    assert alike.per_work == pytest.approx(4000) and alike.overhead_s == pytest.approx(60)
+    # Only gem5's restored runs are priced by work: QEMU's time is the guest's.
+    for work in (0.02, 0.2, 0.05):
+        record_speed("qemu", "run", "paper", 0.1, 50.0 + 0.1 * work, 4, length_s=0.05,
+                     work_s=work)
+    assert speed_of("qemu", "run", "paper").per_work == 0
 
 
 def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
@@ -254,7 +267,9 @@ def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
     assert guest_work_seconds(tmp_path) == pytest.approx(0.010 * 4 / 3 + 0.060 * 1.5)
 
 
-def test_table_iii_presets_are_priced_by_guest_work_before_any_run() -> None:
+def test_table_iii_presets_are_priced_by_guest_work_before_any_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "none.json"))
     # speeds.toml's lines: a preset's cost follows the detailed cores' work.
     for preset in ("arch1", "arch4", "arch8", "arch9"):
         assert speed_of("gem5", "restore", preset).per_work > 0
