@@ -910,14 +910,17 @@ def _flag(points: pd.DataFrame, column: str, default: bool) -> pd.Series:
 def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
                        qos_how: str = "knee", screenshot: bool = False,
                        reference: Path | None = None,
-                       notes: list[str] | None = None) -> Path:
+                       notes: list[str] | None = None,
+                       services: set[str] | None = None) -> Path:
     """Tables (CSV), figures (PNG + SVG) and index.html of a study folder; with
     ``reference``, its tables and figures are also copied there (analysis/reference/),
-    and what became of the reference's other cells is said in ``notes``."""
+    and what became of the reference's other cells is said in ``notes``; ``services``:
+    only those services' cells of the study (the reference's others are carried)."""
     out = (out or root / "report").resolve()
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    results = read_study(study, root)
+    results = [r for r in read_study(study, root)
+               if services is None or r.cell.service in services]
     # Into the reference: its cells this study did not make stay, re-modelled from their
     # samples (or, made before the reference kept samples, as their own model rows), and
     # QoS comes from arch1's curve wherever it is.

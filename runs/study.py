@@ -85,6 +85,7 @@ class StudyService:
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
     host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
     requests: int | None = None  # its measured requests, when not the study's
+    prewarm_requests: int | None = None  # its prewarm before the app checkpoint, ditto
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,12 @@ class StudySpec:
         """Measured requests at a cell's sampled point: the service's, else the study's."""
         return self.services[service].requests or self.requests
 
+    def prewarm_of(self, service: str) -> int:
+        """Requests served before a cell's app checkpoint: the service's, else the
+        study's."""
+        own = self.services[service].prewarm_requests
+        return self.prewarm_requests if own is None else own
+
     def cell_spec(self, cell: Cell) -> dict[str, Any]:
         """The campaign spec (as a TOML document) that measures ``cell``."""
         service = self.services[cell.service]
@@ -190,8 +197,8 @@ class StudySpec:
             "max_rps": float(f"{cell.sample_rps / self.utilisation:.3g}"),
             "threads": cell.cores,
         }
-        if self.prewarm_requests:
-            app["prewarm"] = self.prewarm_requests
+        if self.prewarm_of(cell.service):
+            app["prewarm"] = self.prewarm_of(cell.service)
         if service.options:
             app["options"] = dict(service.options)
         spec: dict[str, Any] = {
@@ -388,9 +395,12 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
         if requests is not None:
             requests = t.integer("requests", 300, minimum=100,
                                  why=" (a p99 needs a few hundred requests)")
+        prewarm = t.raw("prewarm_requests")
+        if prewarm is not None:
+            prewarm = t.integer("prewarm_requests", 0)
         t.finish()
         services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      requests)
+                                      requests, prewarm)
     return services
 
 

@@ -342,6 +342,11 @@ def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
                result("arch9", "ft", 100), result("arch9", "cc", 200)]
     monkeypatch.setattr(characterisation, "read_study", lambda *_: results)
     out = characterisation.write_study_report(study, tmp_path, tmp_path / "report")
+    # --services: only those services' cells are this report's.
+    none = characterisation.write_study_report(study, tmp_path, tmp_path / "none",
+                                               services={"imgdnn"})
+    for table in ("table_iii", "samples", "points"):
+        assert "kvstore" not in (none.parent / "tables" / f"{table}.csv").read_text()
     knee = pd.read_csv(out.parent / "tables" / "placement.csv")
     assert (knee["max_load_rps"] == 0).all()
     at_table2 = pd.read_csv(out.parent / "tables" / "placement_table2.csv").set_index(

@@ -308,9 +308,18 @@ def _report(args: argparse.Namespace) -> int:
               "existing reference folder (an empty one starts a new reference)",
               file=sys.stderr)
         return 2
+    services = None
+    if args.services:
+        services = {s.strip() for s in args.services.split(",") if s.strip()}
+        unknown = sorted(services - set(study.services))
+        if unknown:
+            print(f"pimcloud study report: --services {unknown[0]}: not a service of study "
+                  f"{study.name}; choose among {', '.join(study.services)}", file=sys.stderr)
+            return 2
     notes: list[str] = []
     out = write_study_report(study, root, args.out, qos_how=args.qos,
-                             screenshot=args.screenshot, reference=reference, notes=notes)
+                             screenshot=args.screenshot, reference=reference, notes=notes,
+                             services=services)
     for note in notes:
         print(f"reference: {note}", file=sys.stderr)
     print(f"report: {out}")
@@ -371,4 +380,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="also write the tables and figures into the reference results "
                              "(analysis/reference/, or DIR), keeping its cells this study "
                              "did not make")
+    report.add_argument("--services", help="only these services' cells, comma-separated "
+                        "(into a reference: its cells of the others stay as they are)")
     report.set_defaults(handler=_report)

@@ -118,6 +118,28 @@ def test_a_service_may_measure_its_own_number_of_requests() -> None:
         parse_study(tomllib.loads(text.replace("requests = 500", "requests = 50")))
 
 
+def test_a_service_may_prewarm_on_its_own() -> None:
+    text = PROJECT_STUDY.replace('qos = "20ms"', 'qos = "20ms"\nprewarm_requests = 50')
+    study = parse_study(tomllib.loads(text))
+    assert study.prewarm_of("kvstore") == 50 and study.prewarm_of("imgdnn") == 0
+    kvstore, imgdnn = (study.cell("arch1", s) for s in ("kvstore", "imgdnn"))
+    assert study.cell_spec(kvstore)["apps"]["kvstore"]["prewarm"] == 50
+    assert "prewarm" not in study.cell_spec(imgdnn)["apps"]["imgdnn"]
+    # A service's own 0 turns off the study's prewarm for it; the others keep it.
+    both = parse_study(tomllib.loads(
+        text.replace("prewarm_requests = 50", "prewarm_requests = 0").replace(
+            'presets = ["arch1", "arch8"]', 'prewarm_requests = 30\npresets = ["arch1", "arch8"]')))
+    assert both.prewarm_of("kvstore") == 0 and both.prewarm_of("imgdnn") == 30
+
+
+def test_a_report_of_a_service_the_study_lacks_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "study.json").write_text(json.dumps(
+        {"name": "s", "spec_source": "s.toml", "spec_text": PROJECT_STUDY}))
+    done = cli("study", "report", str(tmp_path), "--services", "kvstore,speach")
+    assert done.returncode == 2 and "--services speach" in done.stderr
+    assert "choose among kvstore, imgdnn" in done.stderr
+
+
 def test_parallel_jobs_take_different_presets() -> None:
     study = parse_study(tomllib.loads(PROJECT_STUDY))
     order = [c.name for c in run_order(study.cells(), jobs=2)]
