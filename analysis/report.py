@@ -483,12 +483,17 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
     if not chosen:
         return
     section = Section("Timelines", "p99 per monitoring window (each run's interval; "
-                      "100 ms unless its record says interval_s) and cores held (Fig. 11 "
-                      "form); dotted lines: the scenario's events.")
+                      "100 ms unless its record says interval_s; a run without a manager's "
+                      "log and shorter than 10 intervals: a tenth of it) and cores held "
+                      "(Fig. 11 form); dotted lines: the scenario's events.")
     interval_of = _interval_by_run(campaign)
     for run_id in chosen:
         requests = timed[timed["run_id"] == run_id]
-        windows = metrics.windowed_percentiles(requests, window_ns=interval_of[run_id])
+        window_ns = interval_of[run_id]
+        if run_id not in with_log:  # no control interval to show: ten windows at least
+            span_ns = float(requests["end_ns"].max() - requests["end_ns"].min())
+            window_ns = int(min(window_ns, max(span_ns / 10, 1.0)))
+        windows = metrics.windowed_percentiles(requests, window_ns=window_ns)
         origin_ns = metrics.first_arrival_ns(requests)
         cores = None
         if run_id in with_log:
