@@ -595,8 +595,9 @@ def rejudged(rows: pd.DataFrame, curve_frame: pd.DataFrame, qos: pd.DataFrame,
              notes: list[str] | None = None) -> pd.DataFrame:
     """Carried rows judged at a QoS that has since moved (this study made arch1 again and
     its knee came out elsewhere), judged again at the new one from the cell's model curve
-    (``curve_frame``: p99 at 10-95 % utilisation of first-touch cells). Rows without a
-    curve (other placements) would not compare and are left out; each change is said in
+    (``curve_frame``: p99 at 10-95 % utilisation of first-touch cells; a carried row is
+    judged on a carried curve only). Rows without one (other placements, or a cell this
+    study made again) would not compare and are left out; each change is said in
     ``notes``."""
     if rows.empty or qos.empty or "qos_ns" not in rows.columns:
         return rows
@@ -616,6 +617,8 @@ def rejudged(rows: pd.DataFrame, curve_frame: pd.DataFrame, qos: pd.DataFrame,
         curve = curve_frame[(curve_frame["arch"] == row["arch"])
                             & (curve_frame["app"] == row["app"])] if len(curve_frame) \
             else curve_frame
+        if "carried" in curve.columns:  # its own curve, not one this study made again
+            curve = curve[curve["carried"].astype(bool)]
         if not first_touch or len(curve) < 2:
             if notes is not None:
                 notes.append(f"left out {where}: judged at {row['qos_ns'] / 1e3:.1f} us, QoS "
