@@ -859,9 +859,10 @@ def _table_figure(table: pd.DataFrame) -> Any:
 
 
 def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
-          qos: pd.DataFrame) -> Any:
+          qos: pd.DataFrame, span_curves: bool = True) -> Any:
     """Fig. 2: per service, the model's p99 against load per architecture, the measured
-    points with their p99 intervals, QoS (dashed) and max loads (dotted)."""
+    points with their p99 intervals, QoS (dashed) and max loads (dotted); with
+    ``span_curves`` each panel spans its curves only (not a search's far probes)."""
     frame = curve_frame.merge(qos[["app", "qos_ns"]], on="app")
     # One colour per architecture in every panel (Table III's order).
     colors = {arch: f"C{index}" for index, arch in enumerate(ARCHITECTURES)}
@@ -871,9 +872,18 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
     for ax in figure.axes:
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 50k, not 50000
         app = ax.get_title()
+        # The panel spans its curves (and a little beyond): a search made at another QoS
+        # (Table II's) probes far past them, and its runs stay in points.csv.
+        right = 1.15 * float(frame[frame["app"] == app]["rps"].max())
+        if span_curves and np.isfinite(right):
+            ax.set_xlim(right=right)
+        else:
+            right = np.inf
         for arch in sorted(frame[frame["app"] == app]["arch"].unique()):
             pts = points[(points["app"] == app) & (points["preset"] == arch)] \
                 if len(points) else points
+            if len(pts):
+                pts = pts[pts["rps"] <= right]
             if not len(pts):
                 continue
             # A run far above the curve (an overloaded sample, a probe of a max-load
@@ -893,12 +903,16 @@ def _fig2(curve_frame: pd.DataFrame, points: pd.DataFrame, table: pd.DataFrame,
             unsettled = inside[~_flag(inside, "settled", True)]
             ax.plot(unsettled["rps"], unsettled["p99_ns"] / 1e6, "x", ms=7,
                     color=colors[arch])
-            for row in pts[pts["p99_ns"] / 1e6 > top].itertuples():
+            # Only the lowest such load is written (a search's misses above it would
+            # write over each other; points.csv has them all).
+            for index, row in enumerate(pts[pts["p99_ns"] / 1e6 > top].sort_values(
+                    "rps").itertuples()):
                 ax.plot(row.rps, top, marker="^", ms=7, color=colors[arch], mfc="white",
                         clip_on=False)
-                ax.annotate(f"p99 {row.p99_ns / 1e6:.3g} ms", (row.rps, top),
-                            textcoords="offset points", xytext=(3, -8), fontsize=7,
-                            rotation=90, ha="left", va="top", color=colors[arch])
+                if index == 0:
+                    ax.annotate(f"p99 {row.p99_ns / 1e6:.3g} ms", (row.rps, top),
+                                textcoords="offset points", xytext=(3, -8), fontsize=7,
+                                rotation=90, ha="left", va="top", color=colors[arch])
     return figure
 
 
@@ -967,7 +981,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         ft_points = points[points["placement"] == "ft"] if "placement" in points else points
         if "dynamic" in ft_points:
             ft_points = ft_points[ft_points["dynamic"].fillna("none") == "none"]
-        figures.save_figure(_fig2(curve_frame, ft_points, table, qos),
+        figures.save_figure(_fig2(curve_frame, ft_points, table, qos,
+                                  span_curves=qos_how != "table2"),
                             out / "figures" / "fig2")
         figures.save_figure(_table_figure(table), out / "figures" / "table_iii")
         drawn = ["fig2", "table_iii"]
