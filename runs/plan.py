@@ -79,6 +79,15 @@ def app_set_of(run: Run) -> str:
     return f"{Path(run.topology).stem}:{setup_script(run)}"
 
 
+def packed_s(durations: list[float], lanes: int) -> float:
+    """Wall time of jobs run ``lanes`` at a time, longest first onto the least loaded
+    lane (a job is never split)."""
+    loads = [0.0] * max(1, lanes)
+    for seconds in sorted(durations, reverse=True):
+        loads[loads.index(min(loads))] += seconds
+    return max(loads)
+
+
 @dataclass(frozen=True)
 class Plan:
     spec: CampaignSpec
@@ -100,10 +109,7 @@ class Plan:
                 + sum(seconds for _, _, seconds in self.setups.values()))
 
     def _lanes(self, durations: list[float]) -> float:
-        lanes = [0.0] * max(1, min(self.jobs, self.cores) if self.cores else self.jobs)
-        for seconds in sorted(durations, reverse=True):  # longest first, least loaded lane
-            lanes[lanes.index(min(lanes))] += seconds
-        return max(lanes)
+        return packed_s(durations, min(self.jobs, self.cores) if self.cores else self.jobs)
 
     @property
     def wall_s(self) -> float:

@@ -157,10 +157,9 @@ def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
     the cells, longest first onto the least loaded job (a cell is one job: its longest
     bounds the wall time however many jobs there are). A lower bound: `study run` takes
     the cells in its own order."""
-    lanes = [0.0] * max(1, jobs)
-    for seconds in sorted(cells, reverse=True):
-        lanes[lanes.index(min(lanes))] += seconds
-    return max(boots, default=0.0) + max(lanes)
+    from .runs.plan import packed_s
+
+    return max(boots, default=0.0) + packed_s(cells, jobs)
 
 
 def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
