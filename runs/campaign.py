@@ -217,7 +217,9 @@ def prepare_campaign(spec_path: str | Path, out: Path | None = None,
     return Campaign(folder, spec, record)
 
 
-def open_campaign(root: Path) -> Campaign:
+def open_campaign(root: Path, *, to_run: bool = True) -> Campaign:
+    """A campaign folder. ``to_run=False`` to read one (its status, its results): its
+    kernel and image need not exist any more (an image cache keeps only the newest)."""
     folder = CampaignDir(Path(root).resolve())
     record = folder.read_record()
     source = record["spec_source"]
@@ -226,5 +228,5 @@ def open_campaign(root: Path) -> Campaign:
     except tomllib.TOMLDecodeError as error:
         raise SpecError(source, "(file)", str(error), "fix the TOML syntax") from None
     spec = parse_spec(raw, source=source, default_name=Path(source).stem,
-                      base_dir=Path(source).parent)
+                      base_dir=Path(source).parent, inputs_must_exist=to_run)
     return Campaign(folder, spec, record)

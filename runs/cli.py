@@ -195,7 +195,7 @@ def _resume(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from .status import campaign_status, plain_lines, rich_table, watch
 
-    campaign = open_campaign(args.campaign)
+    campaign = open_campaign(args.campaign, to_run=False)
     if args.watch:
         watch(campaign, lambda: campaign_status(campaign).finished, live=_live(args))
         return 0
@@ -214,7 +214,7 @@ def _status(args: argparse.Namespace) -> int:
 def _collect(args: argparse.Namespace) -> int:
     from .collect import collect
 
-    campaign = open_campaign(args.campaign)
+    campaign = open_campaign(args.campaign, to_run=False)
     runs_csv, failures_csv = collect(campaign)
     print(f"runs: {runs_csv}\nfailures: {failures_csv}\n"
           f"the report: pimcloud analyze {campaign.dir.root} --report")

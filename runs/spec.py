@@ -574,10 +574,12 @@ def load_spec(name_or_path: str | Path) -> CampaignSpec:
 
 
 def parse_spec(raw: dict[str, Any], source: str = "<memory>",
-               default_name: str = "campaign", base_dir: Path | None = None) -> CampaignSpec:
+               default_name: str = "campaign", base_dir: Path | None = None,
+               inputs_must_exist: bool = True) -> CampaignSpec:
     """Validate a TOML document into a ``CampaignSpec``; every run is checked too.
     Relative paths (kernel, image, topology files) are relative to ``base_dir``, by
-    default the folder of ``source``."""
+    default the folder of ``source``. ``inputs_must_exist=False`` reads a finished
+    campaign whose kernel or image has since been removed (its status, its results)."""
     base = base_dir or (Path(source).resolve().parent if source != "<memory>" else Path.cwd())
     top = _Table(source, "", raw)
     name = top.string("name", default_name)
@@ -594,7 +596,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<memory>",
         if value == "project":
             continue
         path = base / Path(value).expanduser()
-        if not path.is_file():
+        if not path.is_file() and inputs_must_exist:
             raise system.error(key, value, 'no such file; give a path or "project" (the '
                                "project's own build, made when missing)")
         if key == "kernel":

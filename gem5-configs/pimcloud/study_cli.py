@@ -97,7 +97,7 @@ def _cell_done(folder: Path) -> bool:
 
     if not (folder / "campaign.json").is_file():
         return False
-    states = campaign_status(open_campaign(folder)).runs
+    states = campaign_status(open_campaign(folder, to_run=False)).runs
     return bool(states) and all(state.state == "done" for state in states)
 
 
@@ -220,7 +220,8 @@ def _status(args: argparse.Namespace) -> int:
         if not (folder / "campaign.json").is_file():
             print(f"{cell.name:<24} not started")
             continue
-        print(f"{cell.name:<24} {summary_line(campaign_status(open_campaign(folder)))}")
+        status = campaign_status(open_campaign(folder, to_run=False))
+        print(f"{cell.name:<24} {summary_line(status)}")
     return 0
 
 

@@ -229,6 +229,20 @@ def test_rebuilt_image_is_refused_mid_campaign(
     assert not campaign.dir.is_done(campaign.runs()[2].run_id)
 
 
+def test_a_campaign_whose_image_was_removed_is_read_not_run(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """The image cache keeps only the newest images: a finished campaign's status and
+    results stay readable once its image is gone; running it again names the file."""
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    assert execute_run(campaign, campaign.runs()[0], log=lambda line: None) == "done"
+    (tmp_path / "disk.img").unlink()
+    status = campaign_status(open_campaign(tmp_path / "out", to_run=False))
+    assert status.counts["done"] == 1 and status.counts["pending"] == 3
+    assert list(load_campaign(tmp_path / "out").runs["run_id"]) == [campaign.runs()[0].run_id]
+    with pytest.raises(ValueError, match=r"system.image.*disk.img.*no such file"):
+        open_campaign(tmp_path / "out")
+
+
 def _booted_folder(tmp_path: Path, mem_divisor: int, kernel_args: str | None = None,
                    name: str = "", digests: bool = True) -> Path:
     """What `pimcloud gem5 boot paper` leaves: boot.json (with the digests of the kernel
