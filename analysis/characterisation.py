@@ -75,6 +75,8 @@ class CellResult:
     # made before the column), and the model adds none.
     handover_ns: np.ndarray | None = None
     study: str = ""  # the name of the study that made it ("": a table made before the column)
+    # The sampled run's folder (None: carried from the reference's samples).
+    sample_dir: Path | None = None
 
     @property
     def handovers(self) -> np.ndarray | None:
@@ -229,7 +231,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
                       folder, setup, serial_ns=serial_of(lats),
                       overhead_ns=overhead_of(run_dir, cell.service, window),
                       generator_ns=generator_of(run_dir, cell.service), search=search,
-                      handover_ns=handover)
+                      handover_ns=handover, sample_dir=run_dir)
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -467,6 +469,44 @@ def placement_normalised(frame: pd.DataFrame, local: pd.DataFrame) -> pd.DataFra
     return frame
 
 
+def page_types(results: list[CellResult]) -> pd.DataFrame:
+    """Fig. 4: per cell whose board had the page-access counters (the migration cells),
+    its sampled run's memory accesses by page type (private / shared x read-only /
+    read-write) on the hottest frames the counters returned at the run's end."""
+    from ..guest.hw_counters import HOTTEST_GLOB, HotPagesError, read_hottest
+    from .metrics import page_access_breakdown
+
+    rows = []
+    for result in results:
+        if result.sample_dir is None:
+            continue
+        frames = []
+        for path in sorted(result.sample_dir.rglob(HOTTEST_GLOB)):
+            try:
+                frames.append(read_hottest(path))
+            except HotPagesError:
+                continue  # the campaign report names it; the cell has no Fig. 4 bar
+        if not frames:
+            continue
+        cell = result.cell
+        hot = pd.concat(frames, ignore_index=True).assign(cell=cell.name)
+        rows.append(page_access_breakdown(hot, by=("cell",)).drop(columns="cell").assign(
+            arch=cell.preset, app=cell.service, placement=cell.placement,
+            dynamic=cell.dynamic, study=result.study))
+    columns = ["arch", "app", "placement", "dynamic", "page_type", "accesses", "share",
+               "frames", "study"]
+    return pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(
+        columns=columns)
+
+
+def _page_type_figure(frame: pd.DataFrame) -> Any:
+    labels = [f"{app} {arch} {placement}" + ("" if dynamic == "none" else
+                                             f"+{DYNAMIC_SUFFIX.get(dynamic, dynamic)}")
+              for app, arch, placement, dynamic in
+              frame[["app", "arch", "placement", "dynamic"]].astype(str).to_numpy()]
+    return figures.page_type_breakdown(frame.assign(label=labels))
+
+
 def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
     """Per cell: the model's tail at 10 % load and max load at the service's QoS, and the
     measured sample beside them; both left out where the model misses its own sample."""
@@ -569,7 +609,8 @@ def _measured_window_s(search: Path) -> float:
 # its cells to the reference and keeps the ones it did not make this time.
 CELL_KEYS = {"points": ("preset", "app", "placement", "dynamic"), "curves": ("arch", "app"),
              "table_iii": ("arch", "app"), "validation": ("arch", "app"),
-             "placement": ("arch", "app", "placement", "dynamic")}
+             "placement": ("arch", "app", "placement", "dynamic"),
+             "page_types": ("arch", "app", "placement", "dynamic")}
 
 
 def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -969,8 +1010,10 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     checks = claims(table, placement)
     ranks = rank_correlations(table)
     valid = with_carried("validation", validation(first_touch, qos), ref["validation"])
+    types = with_carried("page_types", page_types(results), ref["page_types"])
     tables = {"points": points, "curves": curve_frame, "qos": qos, "table_iii": table,
               "placement": placement, "placement_table2": placement_table2,
+              "page_types": types,
               "claims": checks, "spearman": ranks,
               "validation": valid, "samples": samples_table(results),
               "paper_table_iii": paper_table_iii()}
@@ -995,6 +1038,9 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         figures.save_figure(figures.max_load_bars(placement_table2, group="policy"),
                             out / "figures" / "fig3-table2")
         drawn.append("fig3-table2")
+    if len(types):
+        figures.save_figure(_page_type_figure(types), out / "figures" / "fig4")
+        drawn.append("fig4")
     index = out / "index.html"
     atomic_write_text(index, _html(study, tables, drawn))
     if reference is not None:
@@ -1032,12 +1078,15 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
                         "and with migration (+mig) or replication (+rep), normalised to "
                         "arch8 (every access local)",
                 "fig3-table2": "Fig. 3 at Table II's QoS targets (cells with samples): "
-                               "where no placement meets the knee QoS"}
+                               "where no placement meets the knee QoS",
+                "fig4": "Fig. 4: memory accesses by page type on the hottest frames the "
+                        "page-access counters returned at the end of each sampled run "
+                        "(cells with the counters: +mig); counted past the caches"}
     for stem in drawn:
         parts.append(f"<h2>{captions[stem]}</h2><img src='figures/{stem}.png' "
                      "style='max-width:100%'>")
-    for name in ("claims", "table_iii", "placement", "placement_table2", "validation",
-                 "spearman", "qos", "points"):
+    for name in ("claims", "table_iii", "placement", "placement_table2", "page_types",
+                 "validation", "spearman", "qos", "points"):
         frame = tables[name]
         parts.append(f"<h2>{name.replace('_', ' ')}</h2>")
         parts.append(frame.to_html(index=False, float_format=lambda v: f"{v:.4g}",
@@ -1046,6 +1095,6 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
     return "\n".join(parts)
 
 
-__all__ = ["claims", "curves", "placement_table", "predicted_max_load", "qos_targets",
+__all__ = ["claims", "curves", "page_types", "placement_table", "predicted_max_load", "qos_targets",
            "rank_correlations", "read_study", "table_iii", "validation",
            "write_study_report"]

@@ -384,3 +384,52 @@ def test_a_carried_placement_row_is_judged_again_only_where_it_has_a_curve() -> 
     notes.clear()
     again = rejudged(invalid, curve, qos, notes)
     assert again["max_load_rps"].isna().all() and "missed its own sample" in notes[0]
+
+
+def test_fig4_comes_from_the_sampled_runs_of_cells_with_the_counters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pimcloud.analysis import characterisation
+
+    study = dataclasses.replace(load_study("characterisation-gem5"),
+                                placements=("ft", "cc"), dynamic=("migration",))
+    results = []
+    for preset, placement, dynamic, lines in (
+            ("arch1", "ft", "none", None),
+            ("arch9", "cc", "migration", ["0x10 90 private ro 4 - -",
+                                          "0x11 30 shared rw 5 - -",
+                                          "0x12 10 shared rw 5 - -"])):
+        cell = next(c for c in study.cells() if (c.preset, c.service, c.placement,
+                                                   c.dynamic)
+                    == (preset, "kvstore", placement, dynamic))
+        run = tmp_path / cell.name
+        (run / "results").mkdir(parents=True)
+        if lines:
+            (run / "results" / "hw-hottest-node2.txt").write_text(
+                f"frames {len(lines)} node 2 scan_ps 9\n" + "\n".join(lines) + "\n")
+        times = np.random.default_rng(1).exponential(20e3, 300)
+        made = CellResult(cell, times, pd.DataFrame(), 1.0, tmp_path, study="s",
+                          sample_dir=run)
+        made.points = pd.DataFrame({"rps": [cell.sample_rps], "requests": [300],
+                                    "p99_ns": [made.queue.p99_ns(cell.sample_rps)],
+                                    "p99_low_ns": np.nan, "p99_high_ns": np.nan,
+                                    "preset": preset, "app": "kvstore",
+                                    "placement": placement, "dynamic": dynamic})
+        results.append(made)
+    monkeypatch.setattr(characterisation, "read_study", lambda *_: results)
+    out = characterisation.write_study_report(study, tmp_path, tmp_path / "report")
+    types = pd.read_csv(out.parent / "tables" / "page_types.csv")
+    # Only the cell with counters, every type (zero where none), shares of its accesses.
+    assert set(types["arch"]) == {"arch9"} and len(types) == 4
+    share = types.set_index("page_type")["share"]
+    assert share["private ro"] == pytest.approx(90 / 130)
+    assert share["shared rw"] == pytest.approx(40 / 130) and share["shared ro"] == 0
+    assert (out.parent / "figures" / "fig4.png").is_file() and "Fig. 4" in out.read_text()
+    # Into a reference and out again: a later part without counters keeps the rows.
+    reference = tmp_path / "reference"
+    characterisation.write_study_report(study, tmp_path, tmp_path / "r1",
+                                        reference=reference)
+    monkeypatch.setattr(characterisation, "read_study", lambda *_: results[:1])
+    again = characterisation.write_study_report(study, tmp_path, tmp_path / "r2",
+                                                reference=reference)
+    kept = pd.read_csv(again.parent / "tables" / "page_types.csv")
+    assert len(kept) == 4 and kept["carried"].all()
