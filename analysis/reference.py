@@ -15,8 +15,9 @@ import pandas as pd
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
 # What the study report copies into the reference (small tidy CSVs).
-REFERENCE_TABLES = ("curves", "table_iii", "points", "qos", "validation", "claims",
-                    "spearman", "placement", "placement_table2", "page_types", "samples")
+REFERENCE_TABLES = ("curves", "table_iii", "table_iii_table2", "points", "qos", "validation",
+                    "claims", "spearman", "placement", "placement_table2", "page_types",
+                    "samples")
 
 
 def read_reference(name: str, folder: Path = REFERENCE_DIR) -> pd.DataFrame:

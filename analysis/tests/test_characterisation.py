@@ -360,6 +360,14 @@ def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
     assert 0.3 < at_table2.loc["cc", "normalized_max_load"] < 0.5
     assert (out.parent / "figures" / "fig3-table2.png").is_file()
     assert "Fig. 3 at Table II" in out.read_text()
+    # Table III and the claims at Table II's targets beside the knee's.
+    table2 = pd.read_csv(out.parent / "tables" / "table_iii_table2.csv").set_index("arch")
+    assert table2.loc["arch8", "max_load_rps"] > 0 and (table2["qos_ns"] == 1e6).all()
+    checks = pd.read_csv(out.parent / "tables" / "claims.csv")
+    assert list(checks["qos"].drop_duplicates()) == ["knee", "table2"]
+    arch8 = checks[checks["claim"].str.startswith("Arch 8 beats")].set_index("qos")
+    assert arch8.loc["knee", "numbers"].startswith("arch8 0.00;")
+    assert not arch8.loc["table2", "numbers"].startswith("arch8 0.00;")
 
 
 def test_a_carried_placement_row_is_judged_again_only_where_it_has_a_curve() -> None:
