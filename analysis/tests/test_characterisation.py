@@ -367,6 +367,7 @@ def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
     assert list(checks["qos"].drop_duplicates()) == ["knee", "table2"]
     arch8 = checks[checks["claim"].str.startswith("Arch 8 beats")].set_index("qos")
     assert arch8.loc["knee", "numbers"] == "arch8 0.00 against arch1 1.00 over kvstore"
+    assert (out.parent / "figures" / "table_iii-table2.png").is_file()
     assert not arch8.loc["table2", "numbers"].startswith("arch8 0.00 ")
 
 
