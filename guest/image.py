@@ -446,6 +446,15 @@ def _note_use(image: Path) -> None:
     _used_marker(image).touch()
 
 
+def note_image_use(image: Path) -> None:
+    """A campaign that names a keyed image by its path (a study pins its image) uses it
+    without asking a build for it: mark it used too, so that a later build's pruning
+    keeps the images campaigns use, not only those builds were last asked for."""
+    if re.fullmatch(r"pimcloud-root-[0-9a-f]{16}\.ext4", image.name) and image.is_file() \
+            and not image.is_symlink():
+        _note_use(image)
+
+
 def _prune_images(folder: Path, current: Path) -> None:
     """Keep the ``KEEP_IMAGES`` keyed images last asked for (``current`` among them);
     links (a cache folder sharing another's files) are never removed."""

@@ -71,7 +71,11 @@ class Campaign:
         """Every run of a campaign uses the same kernel and image: refuse to go on when
         either file was rebuilt since the campaign started (its runs would mix two
         guests).  A campaign folder made before digests were recorded pins them now."""
+        from pimcloud.guest.image import note_image_use
+
         now = input_digests_of(self.record["inputs"], self.dir.root / ".digests.json")
+        if self.record["inputs"].get("image"):
+            note_image_use(Path(self.record["inputs"]["image"]))
         pinned = self.record.get("input_sha256")
         if pinned is None:
             self.record["input_sha256"] = now

@@ -365,3 +365,32 @@ def test_a_boot_whose_guest_crng_is_not_ready_makes_no_checkpoint(
     assert not [p for p in store.iterdir() if p.name.startswith("paper-")]
     failed = [p for p in store.iterdir() if p.name.startswith("failed-paper-")]
     assert failed and (failed[0] / "m5out" / "board.pc.com_1.device").is_file()
+
+
+def test_an_image_a_campaign_pins_is_kept_by_the_next_builds(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """A study pins its keyed image by path; builds for other campaigns prune the images
+    last used, and the pinned one counts as used each time its campaign goes on."""
+    from pimcloud.guest.image import KEEP_IMAGES, _note_use, _prune_images, keyed_image
+
+    cache = tmp_path / "image-cache"
+    cache.mkdir()
+    pinned = keyed_image(cache, "a" * 16)
+    pinned.write_bytes(b"fake image" * 100)
+    spec = write_spec()
+    spec.write_text(spec.read_text().replace('"disk.img"', f'"{pinned}"'))
+    campaign = prepare_campaign(spec, tmp_path / "out")
+    assert campaign.record["inputs"]["image"] == str(pinned)
+    for number in range(KEEP_IMAGES - 1):  # builds for other campaigns
+        time.sleep(0.01)
+        built = keyed_image(cache, f"{number:016x}")
+        built.write_bytes(b"built")
+        _note_use(built)
+        _prune_images(cache, built)
+    time.sleep(0.01)
+    assert execute_run(campaign, campaign.runs()[0], log=lambda line: None) == "done"
+    newest = keyed_image(cache, "f" * 16)  # the next build: the oldest build goes
+    newest.write_bytes(b"built")
+    _note_use(newest)
+    _prune_images(cache, newest)
+    assert pinned.is_file() and not keyed_image(cache, f"{0:016x}").exists()
