@@ -279,7 +279,9 @@ def load_study(name_or_path: str | Path) -> StudySpec:
 
 
 def parse_study(raw: dict[str, Any], source: str = "<memory>",
-                default_name: str = "study") -> StudySpec:
+                default_name: str = "study", inputs_must_exist: bool = True) -> StudySpec:
+    """``inputs_must_exist=False`` reads a study made on a kernel or image since removed
+    (its status, its report)."""
     top = _Table(source, "", raw)
     name = top.string("name", default_name)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
@@ -292,7 +294,7 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
         value = top.string(key, "project")
         if value != "project":
             path = (base / Path(value).expanduser()).resolve()
-            if not path.is_file():
+            if not path.is_file() and inputs_must_exist:
                 raise top.error(key, value, 'no such file; give a path or "project" (the '
                                 "project's own build)")
             value = str(path)

@@ -75,8 +75,9 @@ def _study_root(study: StudySpec, out: Path | None) -> Path:
     return root
 
 
-def open_study(root: Path) -> tuple[StudySpec, Path]:
-    """The study a folder holds (its spec as it was when last run)."""
+def open_study(root: Path, *, to_run: bool = True) -> tuple[StudySpec, Path]:
+    """The study a folder holds (its spec as it was when last run); ``to_run=False`` to
+    read it (status, report): its kernel and image need not exist any more."""
     import tomllib
 
     from .runs.study import parse_study
@@ -86,7 +87,8 @@ def open_study(root: Path) -> tuple[StudySpec, Path]:
         raise ValueError(f"{root}: not a study folder (no {STUDY_RECORD}); run "
                          "`pimcloud study run SPEC --out DIR` first")
     record = json.loads(path.read_text())
-    study = parse_study(tomllib.loads(record["spec_text"]), source=record["spec_source"])
+    study = parse_study(tomllib.loads(record["spec_text"]), source=record["spec_source"],
+                        inputs_must_exist=to_run)
     return study, path.parent
 
 
@@ -215,7 +217,7 @@ def _status(args: argparse.Namespace) -> int:
     from .runs.campaign import open_campaign
     from .runs.status import campaign_status, summary_line
 
-    study, root = open_study(args.study)
+    study, root = open_study(args.study, to_run=False)
     for cell, _, folder in each_cell(study, root):
         if not (folder / "campaign.json").is_file():
             print(f"{cell.name:<24} not started")
@@ -298,7 +300,7 @@ BUNDLE_REFERENCE = object()  # `--reference` alone: the bundle's analysis/refere
 def _report(args: argparse.Namespace) -> int:
     from .analysis.characterisation import write_study_report
 
-    study, root = open_study(args.study)
+    study, root = open_study(args.study, to_run=False)
     from .analysis.reference import REFERENCE_DIR
 
     reference = None if args.reference is None else (

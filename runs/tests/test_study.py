@@ -316,3 +316,12 @@ def test_a_study_runs_resumes_validates_and_reports(
     # The same curve as arch8's: the same max load, to the curve's resolution.
     assert again.loc[("arch4", "kvstore"), "max_load_rps"] == pytest.approx(
         again.loc[("arch8", "kvstore"), "max_load_rps"], rel=0.03)
+    # Its image removed (an image cache keeps the last few): the study is still read, its
+    # status and report; running it again names the missing file.
+    (tmp_path / "disk.img").unlink()
+    status = cli("study", "status", str(out))
+    assert status.returncode == 0 and status.stdout.count("1/1 done") == 4, status.stderr
+    done = cli("study", "report", str(out), "--out", str(tmp_path / "after"))
+    assert done.returncode == 0, done.stderr
+    done = cli("study", "run", str(spec), "--out", str(out))
+    assert done.returncode != 0 and "disk.img" in done.stderr and "no such file" in done.stderr
