@@ -20,6 +20,7 @@ list, the mirror or the suite change.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -450,9 +451,11 @@ def note_image_use(image: Path) -> None:
     """A campaign that names a keyed image by its path (a study pins its image) uses it
     without asking a build for it: mark it used too, so that a later build's pruning
     keeps the images campaigns use, not only those builds were last asked for."""
-    if re.fullmatch(r"pimcloud-root-[0-9a-f]{16}\.ext4", image.name) and image.is_file() \
-            and not image.is_symlink():
-        _note_use(image)
+    image = image.resolve()  # a pin through a link marks the file it names
+    if re.fullmatch(r"pimcloud-root-[0-9a-f]{16}\.ext4", image.name) and image.is_file():
+        # A cache this user cannot write to: its owner's builds prune it.
+        with contextlib.suppress(OSError):
+            _note_use(image)
 
 
 def _prune_images(folder: Path, current: Path) -> None:

@@ -74,13 +74,11 @@ class Campaign:
         from pimcloud.guest.image import note_image_use
 
         now = input_digests_of(self.record["inputs"], self.dir.root / ".digests.json")
-        if self.record["inputs"].get("image"):
-            note_image_use(Path(self.record["inputs"]["image"]))
         pinned = self.record.get("input_sha256")
         if pinned is None:
             self.record["input_sha256"] = now
             self.dir.write_record(self.record)
-            return
+            pinned = now
         changed = [name for name in sorted(pinned) if now.get(name) != pinned[name]]
         if changed:
             detail = "; ".join(
@@ -91,6 +89,8 @@ class Campaign:
                 f"{self.dir.root}: the campaign's inputs changed ({detail}); its finished "
                 "runs used the old ones, so new runs would mix two guests. Put the old "
                 "files back, or start a new campaign with another --out folder")
+        if self.record["inputs"].get("image"):
+            note_image_use(Path(self.record["inputs"]["image"]))
 
     def backend(self) -> Gem5Backend | QemuBackend:
         self.check_inputs()
@@ -159,7 +159,10 @@ def resolve_inputs(spec: CampaignSpec, backend: str, log: Log) -> dict[str, str 
 
         inputs["image"] = str(build_image(log=log).path)
     else:
+        from pimcloud.guest.image import note_image_use
+
         inputs["image"] = spec.image
+        note_image_use(Path(spec.image))
     return inputs
 
 

@@ -460,3 +460,38 @@ def test_arch8_is_compared_with_each_cpu_centric_arch_over_their_common_services
                               "arch8 0.60 against arch4 0.50 over kvstore")
     ahead = claims(table[table["arch"] != "arch1"]).set_index("claim")
     assert ahead.iloc[0]["verdict"] == "holds (of arch4 only)"
+
+
+def test_pairs_at_zero_or_without_a_max_load_decide_no_claim() -> None:
+    from pimcloud.analysis.characterisation import claims
+
+    table = pd.DataFrame({"arch": ["arch4", "arch8", "arch1", "arch5"],
+                          "app": "kvstore", "normalized_max_load": [0.0, 0.0, 1.0, np.nan],
+                          "max_load_rps": [0.0, 0.0, 10.0, np.nan],
+                          "tail_over_qos": 0.1, "qos_ns": 1.0, "mean_occupied_us": 1.0})
+    rows = claims(table[table["arch"] != "arch1"]).set_index("claim")["verdict"]
+    assert rows.iloc[0] == "not measurable"  # arch8 0 against arch4 0
+    # arch1 -> arch5 has no max load on arch5 (its model missed its sample): no pair.
+    latency = claims(table).set_index("claim").loc[
+        "Lower memory latency raises max load (paper: up to 67 %, 26 % on average)"]
+    assert latency["verdict"] == "not measurable" and "nan" not in latency["numbers"]
+
+
+def test_a_cell_with_an_unreadable_counters_file_has_no_fig4_row(tmp_path: Path) -> None:
+    from pimcloud.analysis.characterisation import page_types
+
+    study = dataclasses.replace(load_study("characterisation-gem5"), placements=("ft", "cc"),
+                                dynamic=("migration",))
+    cell = next(c for c in study.cells() if c.dynamic == "migration")
+    run = tmp_path / "run" / "results"
+    run.mkdir(parents=True)
+    (run / "hw-hottest-node1.txt").write_text("frames 1 node 1 scan_ps 9\n"
+                                              "0x10 90 private ro 4 - -\n")
+    (run / "hw-hottest-node2.txt").write_text("frames 2 node 2 scan_ps 9\n0x11 5\n")
+    result = CellResult(cell, np.full(10, 1e3), pd.DataFrame(), 1.0, tmp_path,
+                        sample_dir=tmp_path / "run")
+    notes: list[str] = []
+    assert page_types([result], notes).empty
+    assert notes and notes[0].startswith(f"left out of Fig. 4 {cell.name}")
+    (run / "hw-hottest-node2.txt").unlink()
+    assert set(page_types([result])["accesses"]) == {90, 0}

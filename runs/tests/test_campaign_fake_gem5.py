@@ -239,6 +239,9 @@ def test_a_campaign_whose_image_was_removed_is_read_not_run(
     status = campaign_status(open_campaign(tmp_path / "out", to_run=False))
     assert status.counts["done"] == 1 and status.counts["pending"] == 3
     assert list(load_campaign(tmp_path / "out").runs["run_id"]) == [campaign.runs()[0].run_id]
+    done = subprocess.run([sys.executable, "-m", "pimcloud.cli", "campaign", "collect",
+                           str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0 and (tmp_path / "out" / "runs.csv").is_file(), done.stderr
     with pytest.raises(ValueError, match=r"system.image.*disk.img.*no such file"):
         open_campaign(tmp_path / "out")
 
@@ -381,13 +384,15 @@ def test_an_image_a_campaign_pins_is_kept_by_the_next_builds(
     spec.write_text(spec.read_text().replace('"disk.img"', f'"{pinned}"'))
     campaign = prepare_campaign(spec, tmp_path / "out")
     assert campaign.record["inputs"]["image"] == str(pinned)
-    for number in range(KEEP_IMAGES - 1):  # builds for other campaigns
-        time.sleep(0.01)
+    hour_ago = time.time() - 3600
+    os.utime(pinned.with_suffix(".used"), (hour_ago, hour_ago))  # the pin, an hour ago
+    for number in range(KEEP_IMAGES - 1):  # then builds for other campaigns
         built = keyed_image(cache, f"{number:016x}")
         built.write_bytes(b"built")
         _note_use(built)
+        os.utime(built.with_suffix(".used"), (hour_ago + 60 * (number + 1),) * 2)
         _prune_images(cache, built)
-    time.sleep(0.01)
+    assert pinned.is_file()
     assert execute_run(campaign, campaign.runs()[0], log=lambda line: None) == "done"
     newest = keyed_image(cache, "f" * 16)  # the next build: the oldest build goes
     newest.write_bytes(b"built")
