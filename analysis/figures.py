@@ -88,10 +88,19 @@ def latency_vs_load(
     return figure
 
 
+def _policy_order(policy: object) -> tuple[int, int, str]:
+    placement, _, dynamic = str(policy).partition("+")
+    places, extras = ("ft", "cc", "il"), ("", "mig", "rep")
+    return (places.index(placement) if placement in places else len(places),
+            extras.index(dynamic) if dynamic in extras else len(extras), str(policy))
+
+
 def max_load_bars(frame: pd.DataFrame, group: str = "policy",
                   value: str = "normalized_max_load") -> Figure:
-    """Fig. 3: max load per app under each placement policy (grouped bars)."""
+    """Fig. 3: max load per app under each placement policy (grouped bars), in the
+    paper's order: FT, CC, IL, each alone and then with migration or replication."""
     table = frame.pivot_table(index="app", columns=group, values=value, observed=True)
+    table = table[sorted(table.columns, key=_policy_order)]
     figure = Figure(figsize=(max(5.0, 1.2 * len(table)), 3.0), layout="constrained")
     ax = figure.subplots()
     width = 0.8 / max(1, len(table.columns))

@@ -89,6 +89,12 @@ def test_every_figure_draws(tmp_path: Path) -> None:
         paths = figures.save_figure(figure, tmp_path / f"f{i}")
         assert [p.suffix for p in paths] == [".png", ".svg"]
         assert all(p.stat().st_size > 1000 for p in paths)
+    # Fig. 3's bars in the paper's order, whatever order the table has.
+    bars = figures.max_load_bars(pd.DataFrame({
+        "app": "x", "policy": ["il", "cc+mig", "ft", "cc", "ft+mig"],
+        "normalized_max_load": [0.5, 0.9, 1.0, 0.8, 1.1]}))
+    labels = [text.get_text() for text in bars.axes[0].get_legend().get_texts()]
+    assert labels == ["ft", "ft+mig", "cc", "cc+mig", "il"]
 
 
 def test_report_of_lats_bin_only_campaign_with_numeric_axes(tmp_path: Path) -> None:
