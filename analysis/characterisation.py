@@ -444,11 +444,14 @@ def placement_table(results: list[CellResult], qos: pd.DataFrame,
         return frame
     if local is None:
         local = table_iii([r for r in results if r.cell.preset == PLACEMENT_BASELINE], qos)
-    frame["policy"] = [placement if dynamic == "none" else
-                       f"{placement}+{DYNAMIC_SUFFIX[dynamic]}"
-                       for placement, dynamic in zip(frame["placement"], frame["dynamic"],
-                                                     strict=True)]
+    frame["policy"] = [policy_name(placement, dynamic) for placement, dynamic in
+                       zip(frame["placement"], frame["dynamic"], strict=True)]
     return placement_normalised(frame, local)
+
+
+def policy_name(placement: str, dynamic: str) -> str:
+    """A Fig. 3 bar's name: "cc", "cc+mig", "cc+rep"."""
+    return placement if dynamic == "none" else f"{placement}+{DYNAMIC_SUFFIX[dynamic]}"
 
 
 def placement_normalised(frame: pd.DataFrame, local: pd.DataFrame) -> pd.DataFrame:
@@ -482,7 +485,6 @@ def page_types(results: list[CellResult], notes: list[str] | None = None) -> pd.
     for result in results:
         if result.sample_dir is None:
             continue
-        frames = []
         try:
             frames = [read_hottest(path)
                       for path in sorted(result.sample_dir.rglob(HOTTEST_GLOB))]
@@ -504,8 +506,7 @@ def page_types(results: list[CellResult], notes: list[str] | None = None) -> pd.
 
 
 def _page_type_figure(frame: pd.DataFrame) -> Any:
-    labels = [f"{app} {arch} {placement}" + ("" if dynamic == "none" else
-                                             f"+{DYNAMIC_SUFFIX.get(dynamic, dynamic)}")
+    labels = [f"{app} {arch} {policy_name(placement, dynamic)}"
               for app, arch, placement, dynamic in
               frame[["app", "arch", "placement", "dynamic"]].astype(str).to_numpy()]
     return figures.page_type_breakdown(frame.assign(label=labels))
@@ -1024,9 +1025,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     placement = placement_normalised(with_carried("placement", ours, rejudged(
         carried("placement", ours, ref["placement"]), curve_frame, qos, notes)), table)
     # PIM cores rarely meet the knee of arch1's curve, where every placement's max load is
-    # 0: Fig. 3 is drawn at Table II's targets too (cells with samples only).
-    # Table III and the claims at Table II's targets too, for the same reason: at the
-    # knee every PIM cell's max load is 0 and the pairs the claims compare are 0 to 0.
+    # 0 and the claims compare 0 with 0: Fig. 3 (cells with samples only), Table III and
+    # the claims are made at Table II's targets too.
     placement_table2, table2 = pd.DataFrame(), pd.DataFrame()
     checks = claims(table, placement).assign(qos=qos_how)
     if qos_how != "table2" and len(curve_frame):
@@ -1138,7 +1138,6 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
     return "\n".join(parts)
 
 
-__all__ = ["claims", "curves", "page_types", "placement_table", "predicted_max_load",
-           "qos_targets",
-           "rank_correlations", "read_study", "table_iii", "validation",
-           "write_study_report"]
+__all__ = ["claims", "curves", "page_types", "placement_table", "policy_name",
+           "predicted_max_load", "qos_targets", "rank_correlations", "read_study",
+           "table_iii", "validation", "write_study_report"]
