@@ -321,24 +321,31 @@ def test_a_carried_row_is_judged_again_at_a_moved_qos() -> None:
     assert ("arch4", "kvstore") not in set(zip(again["arch"], again["app"], strict=True))
 
 
+PLACED_STUDY = dataclasses.replace(load_study("characterisation-gem5"), placements=("ft", "cc"))
+
+
+def kvstore_result(root: Path, preset: str, placement: str, service_us: float) -> CellResult:
+    """A kvstore cell of ``PLACED_STUDY`` whose sample meets its model."""
+    cell = next(c for c in PLACED_STUDY.cells() if (c.preset, c.service, c.placement)
+                == (preset, "kvstore", placement))
+    times = np.random.default_rng(1).exponential(service_us * 1e3, 300)
+    made = CellResult(cell, times, pd.DataFrame(), 1.0, root, study="s")
+    made.points = pd.DataFrame({"rps": [cell.sample_rps], "requests": [300],
+                                "p99_ns": [made.queue.p99_ns(cell.sample_rps)],
+                                "p99_low_ns": np.nan, "p99_high_ns": np.nan,
+                                "preset": preset, "app": "kvstore",
+                                "placement": placement, "dynamic": "none"})
+    return made
+
+
 def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pimcloud.analysis import characterisation
 
-    study = dataclasses.replace(load_study("characterisation-gem5"),
-                                placements=("ft", "cc"))
+    study = PLACED_STUDY
 
     def result(preset: str, placement: str, service_us: float) -> CellResult:
-        cell = next(c for c in study.cells() if (c.preset, c.service, c.placement)
-                    == (preset, "kvstore", placement))
-        times = np.random.default_rng(1).exponential(service_us * 1e3, 300)
-        made = CellResult(cell, times, pd.DataFrame(), 1.0, tmp_path, study="s")
-        made.points = pd.DataFrame({"rps": [cell.sample_rps], "requests": [300],
-                                    "p99_ns": [made.queue.p99_ns(cell.sample_rps)],
-                                    "p99_low_ns": np.nan, "p99_high_ns": np.nan,
-                                    "preset": preset, "app": "kvstore",
-                                    "placement": placement, "dynamic": "none"})
-        return made
+        return kvstore_result(tmp_path, preset, placement, service_us)
 
     # arch1's knee lies below what a wimpy request takes alone: no placement meets it.
     results = [result("arch1", "ft", 2), result("arch8", "ft", 100),
@@ -369,6 +376,34 @@ def test_fig3_is_drawn_at_table2_too_where_no_placement_meets_the_knee(
     assert arch8.loc["knee", "numbers"] == "arch8 0.00 against arch1 1.00 over kvstore"
     assert (out.parent / "figures" / "table_iii-table2.png").is_file()
     assert not arch8.loc["table2", "numbers"].startswith("arch8 0.00 ")
+
+
+def test_a_reference_placement_cell_without_samples_is_in_fig3_at_table2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells made before the reference kept samples (arch8 and arch9 imgdnn) are judged
+    again at Table II's QoS from their curves, in Fig. 3 as in Table III."""
+    from pimcloud.analysis import characterisation
+
+    results = [kvstore_result(tmp_path, preset, placement, service_us)
+               for preset, placement, service_us in (("arch1", "ft", 2), ("arch8", "ft", 100),
+                                                     ("arch9", "ft", 90), ("arch9", "cc", 200))]
+    monkeypatch.setattr(characterisation, "read_study", lambda *_: results)
+    reference = tmp_path / "reference"
+    characterisation.write_study_report(PLACED_STUDY, tmp_path, tmp_path / "r1",
+                                        reference=reference)
+    samples = pd.read_csv(reference / "samples.csv")
+    (reference / "samples.csv").write_text(samples.iloc[:0].to_csv(index=False))
+    monkeypatch.setattr(characterisation, "read_study", lambda *_: [])
+    out = characterisation.write_study_report(PLACED_STUDY, tmp_path, tmp_path / "r2",
+                                              reference=reference)
+    table2 = pd.read_csv(out.parent / "tables" / "table_iii_table2.csv").set_index("arch")
+    at_table2 = pd.read_csv(out.parent / "tables" / "placement_table2.csv")
+    # CC has no curve of its own (Table III's are first touch): left out, and said.
+    assert list(at_table2["policy"]) == ["ft"] and at_table2["carried"].all()
+    row = at_table2.iloc[0]
+    assert row["normalized_to"] == "arch8" and row["max_load_rps"] > 0
+    assert row["normalized_max_load"] == pytest.approx(
+        table2.loc["arch9", "max_load_rps"] / table2.loc["arch8", "max_load_rps"])
 
 
 def test_a_carried_placement_row_is_judged_again_only_where_it_has_a_curve() -> None:
