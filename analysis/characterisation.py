@@ -1033,8 +1033,8 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         "placement", placement_table(results, qos, table), ref["placement"], curve_frame,
         qos, notes), table)
     # PIM cores rarely meet the knee of arch1's curve, where every placement's max load is
-    # 0 and the claims compare 0 with 0: Fig. 3 (cells with samples only), Table III and
-    # the claims are made at Table II's targets too.
+    # 0 and the claims compare 0 with 0: Fig. 3, Table III and the claims are made at
+    # Table II's targets too.
     placement_table2, table2 = pd.DataFrame(), pd.DataFrame()
     checks = claims(table, placement).assign(qos=qos_how)
     if qos_how != "table2" and len(curve_frame):
@@ -1131,8 +1131,8 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
                 "fig3": "Fig. 3: max load under each static placement on arch9, alone "
                         "and with migration (+mig) or replication (+rep), normalised to "
                         "arch8 (every access local)",
-                "fig3-table2": "Fig. 3 at Table II's QoS targets (cells with samples): "
-                               "where no placement meets the knee QoS",
+                "fig3-table2": "Fig. 3 at Table II's QoS targets, where no placement "
+                               "meets the knee QoS",
                 "fig4": "Fig. 4: memory accesses by page type on the hottest frames the "
                         "page-access counters returned at the end of each sampled run "
                         "(cells whose board had the counters); counted past the caches"}
