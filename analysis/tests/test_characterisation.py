@@ -99,6 +99,12 @@ def test_imgdnn_claim_uses_the_service_time_when_the_model_is_invalid() -> None:
     # A valid model that meets QoS: the claim does not hold.
     met = slow.assign(tail_over_qos=0.5, max_load_rps=3000.0)
     assert verdict(met) == "does not hold"
+    # No valid model, but the measured sample met QoS (Table II's 7 ms on arch4): a load
+    # it serves, so the claim does not hold; a sample above QoS decides nothing.
+    sampled = fast.assign(qos_ns=7e6, sample_rps=8000.0, sample_requests=302,
+                          sample_p99_ns=6.82e6)
+    assert verdict(sampled) == "does not hold"
+    assert verdict(sampled.assign(sample_p99_ns=7.5e6)) == "not measurable"
 
 
 def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
