@@ -86,6 +86,23 @@ class StudyService:
     host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
     requests: int | None = None  # its measured requests, when not the study's
     prewarm_requests: int | None = None  # its prewarm before the app checkpoint, ditto
+    # core type -> estimated time a request holds the service's one serial section (oltp's
+    # SQLite writer): that section, not the cores, may bound the capacity. Empty: none.
+    serial_s: dict[str, float] = field(default_factory=dict)
+
+    def capacity_rps(self, clusters: Any) -> float:
+        """The estimated capacity on a preset's core clusters: every core serving, or the
+        serial section held back to back on the cores of the biggest cluster's type."""
+        workers = sum(c.cores / self.service_s[_kind(c)] for c in clusters)
+        if not self.serial_s:
+            return workers
+        biggest = max(clusters, key=lambda c: c.cores)
+        return min(workers, 1 / self.serial_s[_kind(biggest)])
+
+
+def _kind(cluster: Any) -> str:
+    """A core cluster's type for the estimates (a cluster without one: host cores)."""
+    return cluster.core_type.name if cluster.core_type else "brawny"
 
 
 @dataclass(frozen=True)
@@ -139,14 +156,9 @@ class StudySpec:
             topology = load_topology(preset)
             clusters = topology.clusters
             for service in self.services.values():
-                capacity = 0.0
-                for cluster in clusters:
-                    kind = cluster.core_type.name if cluster.core_type else "brawny"
-                    capacity += cluster.cores / service.service_s[kind]
-                biggest = max(clusters, key=lambda c: c.cores)
-                kind = biggest.core_type.name if biggest.core_type else "brawny"
+                kind = _kind(max(clusters, key=lambda c: c.cores))
                 cores = sum(c.cores for c in clusters)
-                rps = float(f"{self.utilisation * capacity:.3g}")
+                rps = float(f"{self.utilisation * service.capacity_rps(clusters):.3g}")
                 placements = self.placements_on(preset)
                 for placement in placements:
                     cells.append(Cell(preset, service.name, cores, kind, rps, placement))
@@ -365,16 +377,10 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
                               f"{', '.join(sorted(SERVICES))}")
         t = table.table(name)
         assert isinstance(t, _Table)
-        estimates = t.table("service_us")
-        service_s = {}
-        for kind in CORE_TYPES:
-            value = estimates.number(kind, None)
-            if not value:
-                raise estimates.error(kind, value if value is not None else "(missing)",
-                                      "give one request's estimated service time in us on "
-                                      f"a {kind} core (it sets the sampled load)")
-            service_s[kind] = value * 1e-6
-        estimates.finish()
+        service_s = _per_core_type(t, "service_us", "one request's estimated service time")
+        serial_s = (_per_core_type(t, "serial_us", "the estimated time one request holds the "
+                                   "service's serial section") if t.raw("serial_us") is not None
+                    else {})
         qos_text = t.raw("qos")
         qos_ns = float(SERVICES[name].qos_ns)
         if qos_text is not None:
@@ -402,8 +408,23 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
             prewarm = t.integer("prewarm_requests", 0)
         t.finish()
         services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      requests, prewarm)
+                                      requests, prewarm, serial_s)
     return services
+
+
+def _per_core_type(service: _Table, key: str, what: str) -> dict[str, float]:
+    """A service's ``key = { brawny = US, wimpy = US }`` in seconds, each positive."""
+    estimates = service.table(key)
+    seconds = {}
+    for kind in CORE_TYPES:
+        value = estimates.number(kind, None)
+        if not value or value < 0:
+            raise estimates.error(kind, value if value is not None else "(missing)",
+                                  f"give {what} in us on a {kind} core (it sets the sampled "
+                                  "load)")
+        seconds[kind] = value * 1e-6
+    estimates.finish()
+    return seconds
 
 
 # ----------------------------------------------------------------------------- TOML out

@@ -110,6 +110,25 @@ def test_a_service_without_estimates_is_refused() -> None:
         parse_study(tomllib.loads(text))
 
 
+def test_a_serial_section_bounds_the_sampled_load_where_it_is_the_tighter() -> None:
+    # oltp's writer: 1000 us a request on the PIM cores bounds arch9 (16 cores) at 1,000
+    # rps, below the 16 / 7.5 ms its workers would carry; arch1's 4 host cores stay bound by
+    # the workers (4 / 3 ms < 1 / 300 us).
+    study = load_study("characterisation-gem5")
+    oltp = study.services["oltp"]
+    assert oltp.serial_s == {"brawny": pytest.approx(300e-6), "wimpy": pytest.approx(1e-3)}
+    assert study.cell("arch9", "oltp").sample_rps == pytest.approx(study.utilisation / 1e-3)
+    assert study.cell("arch1", "oltp").sample_rps == pytest.approx(
+        study.utilisation * 4 / oltp.service_s["brawny"], rel=1e-2)
+    # A service without one is bound by its cores alone.
+    assert not study.services["search"].serial_s
+    text = PROJECT_STUDY.replace("service_us = { brawny = 2000, wimpy = 5000 }",
+                                 "service_us = { brawny = 2000, wimpy = 5000 }\n"
+                                 "serial_us = { brawny = -1, wimpy = 100 }")
+    with pytest.raises(StudyError, match=re.escape("service.imgdnn.serial_us.brawny")):
+        parse_study(tomllib.loads(text))
+
+
 def test_a_service_may_measure_its_own_number_of_requests() -> None:
     text = PROJECT_STUDY.replace('qos = "20ms"', 'qos = "20ms"\nrequests = 500')
     study = parse_study(tomllib.loads(text))
