@@ -849,20 +849,28 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
         index="app", columns="placement", values="max_load_rps", aggfunc="first")
         if placement is not None and len(placement) else pd.DataFrame())
     complete = loads.dropna() if {"ft", "cc", "il"} <= set(loads.columns) else pd.DataFrame()
+    # Placements compare within one study only: another study's image or harness (prewarm,
+    # the generator's figure) moves a cell's time on a worker as much as a placement does.
+    mixed = _mixed_studies(placement, list(complete.index)) if len(complete) else {}
+    complete = complete.drop(index=list(mixed))
+    unjudged = "; ".join(f"{app}: not compared, its placements come from different studies "
+                         f"({text})" for app, text in mixed.items())
     both = complete[complete[["ft", "cc", "il"]].max(axis=1) > 0] if len(complete) \
         else complete
     if len(complete) and both.empty:
-        add(claim, "not measurable", "no placement meets QoS at any load: "
-            + ", ".join(sorted(complete.index)) + " (try `--qos table2`)")
+        add(claim, "not measurable", "; ".join(filter(None, [
+            "no placement meets QoS at any load: " + ", ".join(sorted(complete.index))
+            + " (try `--qos table2`)", unjudged])))
     elif len(both):
         # CC and IL both at 0 while FT serves some load: FT ahead by any margin.
         other = both[["cc", "il"]].max(axis=1)
         gain = (both["ft"] / other.where(other > 0) - 1).fillna(np.inf)
         add(claim, "holds" if (gain > 0).all() else "does not hold",
-            "; ".join(f"{app}: FT {gain[app]:+.0%} over the better of CC and IL"
-                      for app in both.index))
+            "; ".join([f"{app}: FT {gain[app]:+.0%} over the better of CC and IL"
+                       for app in both.index] + ([unjudged] if unjudged else [])))
     else:
-        add(claim, "not measurable", "needs arch9 under FT, CC and IL (study placements)")
+        add(claim, "not measurable", unjudged or "needs arch9 under FT, CC and IL (study "
+            "placements)")
     claim = "Migration and replication close the gap between static policies"
     gaps = _dynamic_gaps(pd.concat([placement, dynamic]) if len(dynamic) else dynamic)
     if gaps.empty:
@@ -878,6 +886,23 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
                       f"{row.dynamic:.0%} with the best of each and its {row.kinds}"
                       for row in judged.itertuples()))
     return pd.DataFrame(rows)
+
+
+def _mixed_studies(placement: pd.DataFrame, apps: list[str]) -> dict[str, str]:
+    """The services among ``apps`` whose static FT, CC and IL rows come from more than one
+    study, each with which placement came from which ("ft: an older part; cc, il: X")."""
+    if "study" not in placement.columns:
+        return {}
+    static = placement[placement["placement"].isin(["ft", "cc", "il"])]
+    mixed = {}
+    for app in apps:
+        rows = static[static["app"] == app]
+        studies = rows["study"].fillna("").astype(str)
+        if studies.nunique() > 1:
+            by_study = rows.groupby(studies)["placement"].agg(lambda p: ", ".join(sorted(p)))
+            mixed[app] = "; ".join(f"{places}: {study or 'an older part'}"
+                                   for study, places in by_study.items())
+    return mixed
 
 
 def _spread(loads: list[float]) -> float:
