@@ -853,24 +853,24 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     # the generator's figure) moves a cell's time on a worker as much as a placement does.
     mixed = _mixed_studies(placement, list(complete.index)) if len(complete) else {}
     complete = complete.drop(index=list(mixed))
-    unjudged = "; ".join(f"{app}: not compared, its placements come from different studies "
-                         f"({text})" for app, text in mixed.items())
+    unjudged = [f"{app}: not compared, its placements come from different studies ({text})"
+                for app, text in mixed.items()]
     both = complete[complete[["ft", "cc", "il"]].max(axis=1) > 0] if len(complete) \
         else complete
     if len(complete) and both.empty:
-        add(claim, "not measurable", "; ".join(filter(None, [
-            "no placement meets QoS at any load: " + ", ".join(sorted(complete.index))
-            + " (try `--qos table2`)", unjudged])))
+        idle = ", ".join(sorted(complete.index))
+        add(claim, "not measurable", "; ".join(
+            [f"no placement meets QoS at any load: {idle} (try `--qos table2`)", *unjudged]))
     elif len(both):
         # CC and IL both at 0 while FT serves some load: FT ahead by any margin.
         other = both[["cc", "il"]].max(axis=1)
         gain = (both["ft"] / other.where(other > 0) - 1).fillna(np.inf)
         add(claim, "holds" if (gain > 0).all() else "does not hold",
             "; ".join([f"{app}: FT {gain[app]:+.0%} over the better of CC and IL"
-                       for app in both.index] + ([unjudged] if unjudged else [])))
+                       for app in both.index] + unjudged))
     else:
-        add(claim, "not measurable", unjudged or "needs arch9 under FT, CC and IL (study "
-            "placements)")
+        add(claim, "not measurable", "; ".join(unjudged) or "needs arch9 under FT, CC and IL "
+            "(study placements)")
     claim = "Migration and replication close the gap between static policies"
     gaps = _dynamic_gaps(pd.concat([placement, dynamic]) if len(dynamic) else dynamic)
     if gaps.empty:
