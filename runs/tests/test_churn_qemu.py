@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +19,16 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _latest_notice_s(results: Path) -> float:
+def _summary(results: Path) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((results / "agent-summary.json").read_text())
+    return summary
+
+
+def _latest_notice_s(summary: dict[str, Any]) -> float:
     """How late the agent may notice an event: half a second, or more when its loop itself
     fell behind (its largest gap between intervals: a CI run logged an exit 0.53 s after
     the kill behind a 0.9 s page move, another 0.51 s after an app's own exit line while
     TCG shared the host with other work)."""
-    summary = json.loads((results / "agent-summary.json").read_text())
     return max(0.5, float(summary["interval_gap_max_ms"]) / 1e3 + 0.1)
 
 
@@ -39,7 +44,8 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
     # interval is labelled with its scheduled start (Engine::run), so one that woke late
     # notices a kill made after its label: the delay may read negative by that lateness.
     delay = float(exit_line["t_ns"]) / 1e9 - float(kill["uptime_s"])  # type: ignore[arg-type]
-    late = _latest_notice_s(results)
+    summary = _summary(results)
+    late = _latest_notice_s(summary)
     assert -0.5 <= delay <= late, (delay, late)
     freed = set(exit_line["from_cores"])  # type: ignore[arg-type]
     # The kernel's view two intervals after imgdnn had gone: no cgroup of its own, and every
@@ -57,7 +63,6 @@ def test_a_killed_app_is_noticed_and_its_cgroup_and_cores_given_back(
     # The hog filled stack 2 before the start, and kvstore started preferring stack 1.
     assert "filled" in (results / "memhog-stack2.log").read_text()
     assert "prefer:1" in (results / "kvstore" / "numa_maps.start").read_text()
-    summary = json.loads((results / "agent-summary.json").read_text())
     assert summary["interval_phase_max_ms"] and summary["intervals"] > 10
 
 
@@ -74,7 +79,7 @@ def test_an_app_that_ends_is_logged_and_il_interleaves_its_pages(
     # A decision carries its interval's start time, and the exit line may arrive while that
     # interval's input is read (4 ms later, once, on a busy machine): up to one interval
     # (100 ms) early; late by no more than the loop's own lateness allows.
-    late = _latest_notice_s(results)
+    late = _latest_notice_s(_summary(results))
     assert -0.1 <= delay <= late, (delay, late)
     # IL: the services' memory interleaved over both stacks, by the kernel's count.
     maps = (results / "kvstore" / "numa_maps.last").read_text()
