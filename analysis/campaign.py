@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 from pimcloud.stats_file import StatsFileWarning, parse_stats
+from pimcloud.topology import Topology, load_topology
 
 from ..guest.hw_counters import HOTTEST_GLOB, HotPagesError, read_hottest
 from ..runs.guest_scenario import OOM_FILE
@@ -76,6 +77,19 @@ class Campaign:
         """The sweep axes: run.json keys other than the run's id, folder, QoS targets
         and execution record."""
         return [c for c in self.runs.columns if c not in NOT_AXES]
+
+
+def simulated_topology(record: dict[str, Any]) -> Topology:
+    """The topology a run simulated, as gem5 built it: its run record's ``topology`` with
+    the memory divided as its command said (``--mem-divisor``; divided memory changes
+    how many ranges, and so memory controllers, the board has). Raises TopologyError for
+    a name no preset or file has."""
+    execution = record.get(EXECUTION)
+    command = [str(word) for word in (execution or {}).get("command") or []] \
+        if isinstance(execution, dict) else []
+    divisor = (int(command[command.index("--mem-divisor") + 1])
+               if "--mem-divisor" in command[:-1] else 1)
+    return load_topology(str(record["topology"])).with_memory_divided(divisor)
 
 
 def find_runs(root: str | os.PathLike[str]) -> list[Path]:

@@ -26,8 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import EngFormatter
+from pimcloud.stats_file import parse_stats
 
 from ..atomic import atomic_write_text
+from ..components.stat_names import controller_memories, stat_names
 from ..runs.maxload import early_stop_of, meets_qos, steady_run, summary_of
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudyDir, StudySpec
 from ..topology.units import parse_time_ps
@@ -40,6 +42,8 @@ from ..workloads.records import (
 from ..workloads.services import SERVICES
 from ..workloads.steady import steady_state
 from . import figures
+from .campaign import simulated_topology
+from .memlat import controller_queues, detailed_dumps
 from .paper_values import ARCHITECTURES, paper_table_iii
 from .queueing import MGk, knee, p99_interval
 from .reference import read_reference
@@ -505,6 +509,54 @@ def page_types(results: list[CellResult], notes: list[str] | None = None) -> pd.
         columns=columns)
 
 
+MEMORY_COLUMNS = ["arch", "app", "placement", "dynamic", "memory", "reads", "read_gbps",
+                  "read_queue", "queue_ns", "access_ns", "simulated_s", "study"]
+
+
+def memory_queues(results: list[CellResult], notes: list[str] | None = None) -> pd.DataFrame:
+    """Per cell and memory (a stack, the host's DDR), from its sampled run's gem5
+    statistics over the detailed part: reads served, read bandwidth, the read queue's
+    mean length and a read's mean wait in it and time to data (``memlat.
+    controller_queues``). Where a placement's memory time goes: one stack's queue, or
+    the link. A cell whose run left no readable stats.txt has no row (said in ``notes``)."""
+    rows = []
+    for result in results:
+        if result.sample_dir is None:
+            continue
+        cell = result.cell
+        paths = sorted(result.sample_dir.rglob("stats.txt"))
+        try:
+            topology = simulated_topology(json.loads((result.sample_dir / "run.json")
+                                                     .read_text()))
+            if not paths:
+                raise ValueError("no stats.txt")
+            stats = parse_stats(paths[0]).stats
+        except (OSError, ValueError, KeyError) as error:  # TopologyError is a ValueError
+            if notes is not None:
+                notes.append(f"no memory-controller rows for {cell.name}: {error}")
+            continue
+        names = stat_names(topology)
+        table = controller_queues(detailed_dumps(stats, names, stat_names(topology, "boot")),
+                                  controller_memories(topology), per="memory")
+        rows.append(table.drop(columns="controller").assign(
+            arch=cell.preset, app=cell.service, placement=cell.placement,
+            dynamic=cell.dynamic, study=result.study))
+    return pd.concat(rows, ignore_index=True)[MEMORY_COLUMNS] if rows else pd.DataFrame(
+        columns=MEMORY_COLUMNS)
+
+
+def _spanning(queues: pd.DataFrame) -> pd.DataFrame:
+    """The memory rows of cells whose accesses went to more than one stack (Fig. 3's
+    presets), labelled with their placement policy."""
+    if queues.empty:
+        return queues
+    stacks = queues[queues["memory"].astype(str).str.startswith("stack")]
+    spans = stacks.groupby(list(CELL_KEYS["memory"]))["memory"].transform("nunique") > 1
+    cells = stacks[spans]
+    return cells.assign(policy=[policy_name(p, d) for p, d in
+                                cells[["placement", "dynamic"]].astype(str).to_numpy()])
+
+
 def _page_type_figure(frame: pd.DataFrame) -> Any:
     labels = [f"{app} {arch} {policy_name(placement, dynamic)}"
               for app, arch, placement, dynamic in
@@ -615,7 +667,8 @@ def _measured_window_s(search: Path) -> float:
 CELL_KEYS = {"points": ("preset", "app", "placement", "dynamic"), "curves": ("arch", "app"),
              "table_iii": ("arch", "app"), "validation": ("arch", "app"),
              "placement": ("arch", "app", "placement", "dynamic"),
-             "page_types": ("arch", "app", "placement", "dynamic")}
+             "page_types": ("arch", "app", "placement", "dynamic"),
+             "memory": ("arch", "app", "placement", "dynamic")}
 
 
 def carried(name: str, ours: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -1098,9 +1151,11 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
                          for r in results if not r.carried])
     types = with_carried("page_types", page_types(results, notes),
                          carried("page_types", made, ref["page_types"]))
+    queues = with_carried("memory", memory_queues(results, notes),
+                          carried("memory", made, ref["memory"]))
     tables = {"points": points, "curves": curve_frame, "qos": qos, "table_iii": table,
               "placement": placement, "placement_table2": placement_table2,
-              "table_iii_table2": table2, "page_types": types,
+              "table_iii_table2": table2, "page_types": types, "memory": queues,
               "claims": checks, "spearman": ranks,
               "validation": valid, "samples": samples_table(results),
               "paper_table_iii": paper_table_iii()}
@@ -1131,6 +1186,10 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
     if len(types):
         figures.save_figure(_page_type_figure(types), out / "figures" / "fig4")
         drawn.append("fig4")
+    spanning = _spanning(queues)
+    if len(spanning):
+        figures.save_figure(figures.memory_queue_bars(spanning), out / "figures" / "fig3-memory")
+        drawn.append("fig3-memory")
     index = out / "index.html"
     atomic_write_text(index, _html(study, tables, drawn))
     if reference is not None:
@@ -1171,6 +1230,9 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
                         "arch8 (every access local)",
                 "fig3-table2": "Fig. 3 at Table II's QoS targets, where no placement "
                                "meets the knee QoS",
+                "fig3-memory": "Why Fig. 3's placements differ: each stack's read "
+                               "bandwidth and a read's mean wait in its memory controller's "
+                               "queue, over the detailed part of each sampled run",
                 "fig4": "Fig. 4: memory accesses by page type on the hottest frames the "
                         "page-access counters returned at the end of each sampled run "
                         "(cells whose board had the counters); counted past the caches"}
@@ -1178,7 +1240,7 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
         parts.append(f"<h2>{captions[stem]}</h2><img src='figures/{stem}.png' "
                      "style='max-width:100%'>")
     for name in ("claims", "table_iii", "table_iii_table2", "placement", "placement_table2",
-                 "page_types", "validation", "spearman", "qos", "points"):
+                 "page_types", "memory", "validation", "spearman", "qos", "points"):
         frame = tables[name]
         parts.append(f"<h2>{name.replace('_', ' ')}</h2>")
         parts.append(frame.to_html(index=False, float_format=lambda v: f"{v:.4g}",
@@ -1187,6 +1249,6 @@ def _html(study: StudySpec, tables: dict[str, pd.DataFrame], drawn: list[str]) -
     return "\n".join(parts)
 
 
-__all__ = ["claims", "curves", "page_types", "placement_table", "policy_name",
+__all__ = ["claims", "curves", "memory_queues", "page_types", "placement_table", "policy_name",
            "predicted_max_load", "qos_targets", "rank_correlations", "read_study",
            "table_iii", "validation", "write_study_report"]

@@ -115,6 +115,35 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
     return figure
 
 
+def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
+    """Why Fig. 3's placements differ: per app (a column of panels) and placement
+    (``label``), each memory's read bandwidth and a read's mean wait in its controller's
+    queue (columns ``app``, ``label``, ``memory``, ``read_gbps``, ``queue_ns``)."""
+    apps = sorted(frame["app"].astype(str).unique())
+    figure = Figure(figsize=(max(4.0, 3.2 * len(apps)), 4.6), layout="constrained")
+    axes = figure.subplots(2, len(apps), squeeze=False)
+    memories = sorted(frame["memory"].astype(str).unique())
+    width = 0.8 / max(1, len(memories))
+    for column, app in enumerate(apps):
+        mine = frame[frame["app"].astype(str) == app]
+        labels = sorted(mine[label].astype(str).unique(), key=_policy_order)
+        x = np.arange(len(labels))
+        for row, (value, title) in enumerate((("queue_ns", "read's wait in queue (ns)"),
+                                              ("read_gbps", "reads (GB/s)"))):
+            ax = axes[row][column]
+            table = mine.pivot_table(index=label, columns="memory", values=value,
+                                     observed=True).reindex(index=labels, columns=memories)
+            for i, memory in enumerate(memories):
+                ax.bar(x + i * width, table[memory].to_numpy(), width, label=memory,
+                       color=f"C{i}")
+            ax.set_xticks(x + width * (len(memories) - 1) / 2, labels, fontsize=8)
+            ax.set_ylabel(title, fontsize=8)
+            if row == 0:
+                ax.set_title(app, fontsize=9)
+    axes[0][0].legend(fontsize=7, ncols=len(memories), loc="upper left", frameon=False)
+    return figure
+
+
 def page_type_breakdown(frame: pd.DataFrame, label: str = "label") -> Figure:
     """Fig. 4: each run's memory accesses by page type, as stacked shares (columns
     ``label``, ``page_type``, ``share``)."""

@@ -20,9 +20,20 @@ Two views:
   answers for a CPU over one dump, timed where requests reach memory (past the caches
   and the cluster's crossbar), so without the cache lookups that ``c_cache`` adds.
 - :func:`memory_bandwidth` sums what every memory controller read and wrote per dump.
+- :func:`controller_queues` says, per memory controller, how long a read waited in its
+  queue and how long the queue was: where a placement's memory time goes.
+
+gem5's statistics accumulate from a process's start, or its last reset, to each dump: a
+run made in several processes (progress checkpoints) or with dumps that do not reset
+writes windows of several dumps each. :func:`window_dumps` keeps the one that closes each
+window, so that sums over dumps count every access once; :func:`detailed_dumps` keeps of
+those the windows of the detailed cores (the measured part with its warm-up, not the
+atomic set-up or wrap-up, whose accesses bypass the controllers' queues).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -57,6 +68,37 @@ def _per_dump(stats: pd.DataFrame, stat: str, keys: list[str]) -> pd.Series:
 
 def _keys(stats: pd.DataFrame) -> list[str]:
     return ["run_id", "dump"] if "run_id" in stats.columns else ["dump"]
+
+
+def window_dumps(stats: pd.DataFrame) -> pd.DataFrame:
+    """``stats`` with only the dumps that close a window of accumulation: each window
+    runs from its start (``finalTick - simTicks``: a process's start or a reset) to its
+    last dump, which holds the window's totals. Without ``finalTick`` and ``simTicks``
+    every dump is taken to be a window of its own."""
+    keys = _keys(stats)
+    final, ticks = _per_dump(stats, "finalTick", keys), _per_dump(stats, "simTicks", keys)
+    if final.empty or ticks.empty:
+        return stats
+    dumps = pd.DataFrame({"final": final, "start": final - ticks}).dropna().reset_index()
+    closing = dumps.loc[dumps.groupby([*keys[:-1], "start"])["final"].idxmax(), keys]
+    return stats.merge(closing, on=keys, how="inner")
+
+
+def detailed_dumps(stats: pd.DataFrame, detailed: StatNames, boot: StatNames) -> pd.DataFrame:
+    """The windows (:func:`window_dumps`) in which the detailed cores committed more
+    instructions than the boot cores: the measured part, wherever it was cut."""
+    windows = window_dumps(stats)
+    keys = _keys(windows)
+
+    def committed(names: StatNames) -> pd.Series:
+        wanted = [f"{cpu}.core.commitStats0.numInsts" for cpu in names.cpus.values()]
+        rows = windows[windows["stat"].isin(wanted) & (windows["subname"] == "")]
+        return rows.groupby(keys, observed=True)["value"].sum()
+
+    ran = pd.concat({"detailed": committed(detailed), "boot": committed(boot)},
+                    axis=1).fillna(0.0)
+    kept = ran.index[ran["detailed"] > ran["boot"]].to_frame(index=False)
+    return windows.merge(kept, on=keys, how="inner")
 
 
 def miss_latency_by_requester(
@@ -209,3 +251,59 @@ def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:
         )
     table.columns.name = None
     return table[[*keys, "target", "requester", "accesses", "latency_ns"]]
+
+
+# A controller's statistics that add up over windows (queue length is time-weighted).
+_QUEUE_STATS = {"readBursts": "reads", "servicedByWrQ": "from_write_queue",
+                "bytesReadSys": "read_bytes", "avgRdQLen": "read_queue",
+                "dram.totQLat": "queue_ticks", "dram.totMemAccLat": "access_ticks"}
+QUEUE_COLUMNS = ["controller", "memory", "reads", "read_gbps", "read_queue", "queue_ns",
+                 "access_ns", "simulated_s"]
+
+
+def controller_queues(stats: pd.DataFrame, controllers: Mapping[str, str],
+                      per: str = "controller") -> pd.DataFrame:
+    """Per memory controller (``controllers``: its statistics prefix -> the memory it
+    serves, e.g. a stack), or per memory with ``per="memory"`` (a stack the x86 hole
+    splits has two controllers), over every dump of ``stats``, whose dumps must be
+    windows (:func:`detailed_dumps`): the read bursts served, the read bandwidth, the mean
+    length of the read queue (time-weighted; a memory's controllers' added), and the mean
+    time a read waited in the queue (``queue_ns``) and spent in all before its data
+    (``access_ns``), both per read the DRAM served (the write queue's wait for nothing)."""
+    if per not in ("controller", "memory"):
+        raise ValueError(f"per={per!r}: give 'controller' or 'memory'")
+    keys = _keys(stats)
+    names = {f"{prefix}.{stat}": (prefix, column) for prefix in controllers
+             for stat, column in _QUEUE_STATS.items()}
+    rows = stats[stats["stat"].isin(list(names)) & (stats["subname"] == "")]
+    if rows.empty:
+        return pd.DataFrame(columns=QUEUE_COLUMNS)
+    pairs = rows["stat"].astype(str).map(names)
+    table = rows.assign(controller=pairs.str[0], field=pairs.str[1]).pivot_table(
+        index=[*keys, "controller"], columns="field", values="value", aggfunc="first",
+        observed=True).reset_index()
+    table = table.reindex(columns=[*keys, "controller", *_QUEUE_STATS.values()])
+    seconds = stats.groupby(keys, observed=True)["sim_seconds"].first().rename("simulated_s")
+    table = table.merge(seconds.reset_index(), on=keys, how="left")
+    table["queue_length_s"] = table["read_queue"] * table["simulated_s"]
+    table["from_write_queue"] = table["from_write_queue"].fillna(0.0)
+    table["memory"] = table["controller"].map(controllers)
+    total = table.groupby(per, sort=False).sum(numeric_only=True)
+    total["simulated_s"] = table.groupby(per, sort=False)["simulated_s"].sum() / \
+        table.groupby(per, sort=False)["controller"].nunique()
+    freq = _per_dump(stats, "simFreq", keys)
+    tick_ns = 1e9 / (float(freq.iloc[0]) if len(freq) else DEFAULT_SIM_FREQ)
+    from_dram = total["reads"] - total["from_write_queue"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = pd.DataFrame({
+            "controller": (total.index if per == "controller" else
+                           [", ".join(sorted(c for c, m in controllers.items() if m == memory))
+                            for memory in total.index]),
+            "memory": total.index if per == "memory" else total.index.map(controllers),
+            "reads": total["reads"].to_numpy(),
+            "read_gbps": (total["read_bytes"] / total["simulated_s"] / 1e9).to_numpy(),
+            "read_queue": (total["queue_length_s"] / total["simulated_s"]).to_numpy(),
+            "queue_ns": (total["queue_ticks"] / from_dram * tick_ns).to_numpy(),
+            "access_ns": (total["access_ticks"] / from_dram * tick_ns).to_numpy(),
+            "simulated_s": total["simulated_s"].to_numpy()})
+    return out[QUEUE_COLUMNS].reset_index(drop=True)

@@ -17,7 +17,7 @@ REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
 # What the study report copies into the reference (small tidy CSVs).
 REFERENCE_TABLES = ("curves", "table_iii", "table_iii_table2", "points", "qos", "validation",
                     "claims", "spearman", "placement", "placement_table2", "page_types",
-                    "samples")
+                    "memory", "samples")
 
 
 def read_reference(name: str, folder: Path = REFERENCE_DIR) -> pd.DataFrame:

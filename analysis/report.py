@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write_text
-from ..components.stat_names import stat_names
-from ..topology import Topology, TopologyError, load_topology
+from ..components.stat_names import controller_memories, stat_names
+from ..topology import Topology, TopologyError
 from . import figures, memlat, metrics
-from .campaign import Campaign, load_campaigns, with_campaign_run_ids
+from .campaign import Campaign, load_campaigns, simulated_topology, with_campaign_run_ids
 
 SYSTEM_AXES = ("system", "arch", "placement", "manager")
 # The statistics the report uses; the others are not kept in memory.
@@ -517,8 +517,8 @@ def _topologies(campaign: Campaign) -> dict[str, Topology]:
         name = run["topology"]
         if isinstance(name, str) and name:
             try:
-                out[str(run["run_id"])] = load_topology(name)
-            except TopologyError:
+                out[str(run["run_id"])] = simulated_topology(run.to_dict())
+            except (TopologyError, ValueError):
                 continue
     return out
 
@@ -546,22 +546,30 @@ def _page_type_section(campaign: Campaign, axes: list[str], out: Path) -> Sectio
 
 def _stats_section(campaign: Campaign) -> Section:
     stats = campaign.stats
+    # Sums over dumps take each window's closing dump: a run made in several processes
+    # or with dumps that do not reset holds windows of several cumulative dumps.
+    windows = memlat.window_dumps(stats)
     per_dump = stats.drop_duplicates(["run_id", "dump"])
-    dumps = per_dump.groupby("run_id", observed=True).agg(
-        dumps=("dump", "size"), simulated_s=("sim_seconds", "sum"))
+    dumps = per_dump.groupby("run_id", observed=True).agg(dumps=("dump", "size")).join(
+        windows.drop_duplicates(["run_id", "dump"]).groupby("run_id", observed=True).agg(
+            windows=("dump", "size"), simulated_s=("sim_seconds", "sum")))
     section = Section("gem5 statistics", "", [("stats per run", dumps.reset_index())])
     target = memlat.memory_latency_by_target(stats)
     if len(target):
         mean = target.groupby(["run_id", "target", "requester"], observed=True).agg(
             accesses=("accesses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
         section.tables.append(("memory read latency by requester and target", mean))
-    estimates, device, bandwidth = [], [], []
+    estimates, device, bandwidth, queues = [], [], [], []
     for run_id, topology in _topologies(campaign).items():
         names = stat_names(topology)
         own = stats[stats["run_id"] == run_id]
         estimates.append(memlat.estimate_by_cache(own, names))
         device.append(memlat.device_memory_latency(own, names.counters))
-        bandwidth.append(memlat.memory_bandwidth(own, names.controllers))
+        bandwidth.append(memlat.memory_bandwidth(windows[windows["run_id"] == run_id],
+                                                 names.controllers))
+        queues.append(memlat.controller_queues(
+            memlat.detailed_dumps(own, names, stat_names(topology, "boot")),
+            controller_memories(topology)).assign(run_id=run_id))
     bandwidth = [b for b in bandwidth if len(b)]
     if bandwidth:
         total = pd.concat(bandwidth).groupby("run_id", observed=True).agg(
@@ -570,6 +578,13 @@ def _stats_section(campaign: Campaign) -> Section:
         total["gbps"] = (total["read_bytes"] + total["written_bytes"]) / total["simulated_s"] / 1e9
         section.tables.append(("memory traffic per run (every controller, GB/s over the "
                                "simulated time of the dumps)", total))
+    queues = [q for q in queues if len(q)]
+    if queues:
+        table = pd.concat(queues, ignore_index=True)
+        section.tables.append(("memory controllers over the detailed part (read queue: "
+                               "mean length; queue_ns: a read's mean wait in it; "
+                               "access_ns: its mean time to data)",
+                               table[["run_id", *memlat.QUEUE_COLUMNS]]))
     estimates = [e for e in estimates if len(e)]
     device = [d for d in device if len(d)]
     if estimates and device:

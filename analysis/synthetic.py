@@ -12,7 +12,9 @@ import math
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+from pimcloud.components.stat_names import stat_names
 from pimcloud.stats_file import BEGIN_MARKER, END_MARKER
+from pimcloud.topology import Topology
 
 
 def format_value(value: float) -> str:
@@ -207,3 +209,26 @@ def server_stats_text(dumps: int, seed: int = 0, **kwargs: int | float) -> str:
         dump_text(server_dump_lines(rng, dump, **kwargs))  # type: ignore[arg-type]
         for dump in range(dumps)
     )
+
+
+def controller_window_dump(topology: Topology, final: float, ticks: float, detailed: float,
+                           boot: float, reads: float, queue_ticks: float,
+                           queue_length: float) -> str:
+    """One dump of ``topology``'s board as its statistics name it: a window from
+    ``final - ticks`` to ``final``, the instructions the first detailed and the first boot
+    core committed, and the same reads at every memory controller (each waiting
+    ``queue_ticks / reads`` in the queue, 15 ns more to data)."""
+    names, boot_names = stat_names(topology), stat_names(topology, "boot")
+    lines = [stat_line("simSeconds", ticks / 1e12), stat_line("simTicks", ticks),
+             stat_line("finalTick", final), stat_line("simFreq", 1e12)]
+    for cpus, value in ((names.cpus, detailed), (boot_names.cpus, boot)):
+        lines += [stat_line(f"{cpu}.core.commitStats0.numInsts", value if i == 0 else 0)
+                  for i, cpu in enumerate(cpus.values())]
+    for controller in names.controllers:
+        lines += [stat_line(f"{controller}.readBursts", reads),
+                  stat_line(f"{controller}.servicedByWrQ", 0),
+                  stat_line(f"{controller}.bytesReadSys", reads * 64),
+                  stat_line(f"{controller}.avgRdQLen", queue_length),
+                  stat_line(f"{controller}.dram.totQLat", queue_ticks),
+                  stat_line(f"{controller}.dram.totMemAccLat", queue_ticks + reads * 15e3)]
+    return dump_text(lines)

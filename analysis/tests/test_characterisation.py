@@ -543,3 +543,35 @@ def test_a_cell_with_an_unreadable_counters_file_has_no_fig4_row(tmp_path: Path)
     assert notes and notes[0].startswith(f"left out of Fig. 4 {cell.name}")
     (run / "hw-hottest-node2.txt").unlink()
     assert set(page_types([result])["accesses"]) == {90, 0}
+
+
+def test_a_cell_has_each_stacks_queue_from_its_sampled_runs_statistics(
+        tmp_path: Path) -> None:
+    import json
+
+    from pimcloud.analysis.characterisation import memory_queues
+    from pimcloud.analysis.synthetic import controller_window_dump
+    from pimcloud.topology import load_topology
+
+    study = dataclasses.replace(load_study("characterisation-gem5"), placements=("ft", "il"))
+    cell = next(c for c in study.cells() if (c.preset, c.placement) == ("arch9", "il"))
+    run = tmp_path / "run"
+    (run / "m5out").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "r", "topology": "arch9", "execution": {
+        "command": ["gem5", "pim_fs.py", "--topology", "arch9", "--mem-divisor", "8"]}}))
+    arch9 = load_topology("arch9").with_memory_divided(8)
+    (run / "m5out" / "stats.txt").write_text(
+        controller_window_dump(arch9, 2e9, 1e9, 5e6, 0, 1000, 3e7, 1.5)
+        + controller_window_dump(arch9, 3e9, 1e9, 10, 5e6, 9000, 0, 0))  # the wrap-up
+    result = CellResult(cell, np.full(10, 1e3), pd.DataFrame(), 1.0, tmp_path, study="s",
+                        sample_dir=run)
+    rows = memory_queues([result]).set_index("memory")
+    # arch9 divided by 8 has one controller a stack; the wrap-up's reads are left out.
+    assert sorted(rows.index) == ["stack0", "stack1"]
+    assert (rows["reads"] == 1000).all()
+    assert rows["queue_ns"].tolist() == pytest.approx([30.0, 30.0])
+    assert (rows["placement"] == "il").all() and (rows["study"] == "s").all()
+    (run / "m5out" / "stats.txt").unlink()
+    notes: list[str] = []
+    assert memory_queues([result], notes).empty
+    assert notes and cell.name in notes[0] and "stats.txt" in notes[0]

@@ -71,3 +71,18 @@ def test_events_sit_on_the_requests_clock_by_the_uptime_they_happened() -> None:
     placed = event_times(events, origin_ns=15.5e9)
     assert placed["t_s"].round(6).tolist() == [3.18, 0.5]  # measured; else as scheduled
     assert event_times(events, None)["t_s"].tolist() == [3.0, 0.5]
+
+
+def test_memory_queue_bars_put_each_stack_of_each_placement_in_its_apps_panels() -> None:
+    import pandas as pd
+    from pimcloud.analysis.figures import memory_queue_bars
+
+    frame = pd.DataFrame({"app": "kv", "policy": ["il", "il", "ft", "ft"],
+                          "memory": ["stack0", "stack1", "stack0", "stack1"],
+                          "queue_ns": [30.0, 25.0, 65.0, 5.0],
+                          "read_gbps": [2.0, 1.5, 3.0, 0.1]})
+    wait, reads = memory_queue_bars(frame).axes
+    # Bars by memory, then by policy in Fig. 3's order (ft before il).
+    assert [bar.get_height() for bar in wait.patches] == [65.0, 30.0, 5.0, 25.0]
+    assert [bar.get_height() for bar in reads.patches] == [3.0, 2.0, 0.1, 1.5]
+    assert [t.get_text() for t in wait.get_xticklabels()] == ["ft", "il"]

@@ -82,3 +82,22 @@ def test_real_gem5_miss_latency() -> None:
     assert len(seen) and (seen["latency_ns"] > 0).all()
     cycles = views.scalar(stats, next(n for n in names.unique() if n.endswith("numCycles")))
     assert (cycles.iloc[:-1] > 0).all()
+
+
+def test_real_gem5_controller_queue() -> None:
+    """gem5's own per-dump averages, recombined over dumps that each reset (windows of
+    their own): the mean wait per read is the dumps' avgQLat weighted by their reads."""
+    stats = parse_stats(CAPTURED).stats
+    assert len(memlat.window_dumps(stats)["dump"].unique()) == stats["dump"].nunique()
+    prefix = "board.memory.mem_ctrl"
+    table = memlat.controller_queues(stats, {prefix: "dram"}).iloc[0]
+
+    def per_dump(name: str) -> pd.Series:
+        return views.scalar(stats, f"{prefix}.{name}").fillna(0.0)
+
+    served = per_dump("readBursts") - per_dump("servicedByWrQ")
+    assert table["reads"] == per_dump("readBursts").sum() > 0
+    expected = (per_dump("dram.avgQLat") * served).sum() / served.sum() / 1e3
+    assert table["queue_ns"] == pytest.approx(expected, rel=1e-3)
+    assert table["access_ns"] > table["queue_ns"] >= 0
+    assert table["read_queue"] > 0

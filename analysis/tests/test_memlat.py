@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 from pimcloud.analysis import memlat
-from pimcloud.analysis.synthetic import dump_text, stat_line, vector_lines
+from pimcloud.analysis.synthetic import (
+    controller_window_dump,
+    dump_text,
+    stat_line,
+    vector_lines,
+)
 from pimcloud.components.stat_names import stat_names
 from pimcloud.stats_file import parse_stats
 from pimcloud.topology import load_topology
@@ -58,3 +63,45 @@ def test_report_puts_the_counters_estimate_beside_gem5s() -> None:
     assert row["gem5_estimate_ns"] == pytest.approx(115.0)  # weighted by misses
     assert row["counters_estimate_ns"] == pytest.approx(110.0)
     assert row["difference"] == pytest.approx(110 / 115 - 1)
+
+
+def _window(final: float, ticks: float, detailed: float, boot: float, queue_ticks: float,
+            reads: float, queue_length: float) -> str:
+    return controller_window_dump(load_topology("mini"), final, ticks, detailed, boot,
+                                  reads, queue_ticks, queue_length)
+
+
+def test_a_run_in_several_processes_counts_each_access_once(tmp_path: Path) -> None:
+    topology = load_topology("mini")
+    names = stat_names(topology)
+    path = tmp_path / "stats.txt"
+    path.write_text(
+        # process 1 (from tick 1e9): two progress dumps, cumulative
+        _window(2e9, 1e9, 5e6, 0, 1e8, 1000, 1.0) + _window(3e9, 2e9, 9e6, 0, 3e8, 3000, 2.0)
+        # process 2 (resumed at 3e9): the measured part ends (dump and reset) at 4e9 ...
+        + _window(4e9, 1e9, 4e6, 0, 2e8, 1000, 4.0)
+        # ... and the wrap-up on the boot cores, whose reads bypass the queues
+        + _window(5e9, 1e9, 16, 8e6, 0, 500, 0.0))
+    stats = parse_stats(path).stats
+    assert sorted(memlat.window_dumps(stats)["dump"].unique()) == [1, 2, 3]
+    detailed = memlat.detailed_dumps(stats, names, stat_names(topology, "boot"))
+    assert sorted(detailed["dump"].unique()) == [1, 2]
+    queues = memlat.controller_queues(detailed, {names.controllers[0]: "stack0"})
+    row = queues.set_index("memory").loc["stack0"]
+    assert row["reads"] == 4000
+    assert row["queue_ns"] == pytest.approx(5e8 / 4000 / 1e3)  # 125 ns
+    assert row["access_ns"] == pytest.approx(140.0)
+    assert row["read_queue"] == pytest.approx((2.0 * 2 + 4.0 * 1) / 3)  # time-weighted
+    assert row["read_gbps"] == pytest.approx(4000 * 64 / 3e-3 / 1e9)
+    assert row["simulated_s"] == pytest.approx(3e-3)
+    # A memory served by several controllers (mini's stack 1 the x86 hole splits, here
+    # all three as one memory): reads and queues add up, the wait per read stays.
+    count = len(names.controllers)
+    both = memlat.controller_queues(detailed, dict.fromkeys(names.controllers, "stack"),
+                                    per="memory").set_index("memory").loc["stack"]
+    assert both["reads"] == 4000 * count
+    assert both["queue_ns"] == pytest.approx(125.0)
+    assert both["read_queue"] == pytest.approx(count * row["read_queue"])
+    assert both["read_gbps"] == pytest.approx(count * row["read_gbps"])
+    with pytest.raises(ValueError, match="per="):
+        memlat.controller_queues(detailed, {}, per="stack")

@@ -112,7 +112,11 @@ def stat_names(topology: Topology, role: str = "detailed") -> StatNames:
     clocks = {p.name: f"{HIERARCHY}.{member('cluster_clocks', i, len(plans))}.clock"
               for i, p in enumerate(plans)}
     caches = tuple(c for p in plans for c in _cluster_caches(p, clocks[p.name]))
-    controllers = memory_controller_plans(topology)
-    names = tuple(f"{MEMORY}.{member('mem_ctrls', i, len(controllers))}"
-                  for i in range(len(controllers)))
-    return StatNames(cpus, requestors, clocks, caches, names)
+    return StatNames(cpus, requestors, clocks, caches, tuple(controller_memories(topology)))
+
+
+def controller_memories(topology: Topology) -> dict[str, str]:
+    """Each memory controller's statistics prefix -> the memory it serves (a stack's or
+    the host's name), for ``topology`` as gem5 ran it (memory divided as it was)."""
+    return {f"{MEMORY}.{member('mem_ctrls', i, len(plans))}": plan.owner
+            for plans in [memory_controller_plans(topology)] for i, plan in enumerate(plans)}
