@@ -140,7 +140,9 @@ def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
             ax.set_ylabel(title, fontsize=8)
             if row == 0:
                 ax.set_title(app, fontsize=9)
-    axes[0][0].legend(fontsize=7, ncols=len(memories), loc="upper left", frameon=False)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, names, fontsize=7, ncols=len(memories), loc="outside upper center",
+                  frameon=False)
     return figure
 
 
