@@ -43,7 +43,7 @@ from ..workloads.services import SERVICES
 from ..workloads.steady import steady_state
 from . import figures
 from .campaign import simulated_topology
-from .memlat import controller_queues, detailed_dumps
+from .memlat import controller_queues, detailed_dumps, detailed_seconds
 from .paper_values import ARCHITECTURES, paper_table_iii
 from .queueing import MGk, knee, p99_interval
 from .reference import read_reference
@@ -536,8 +536,14 @@ def memory_queues(results: list[CellResult], notes: list[str] | None = None) -> 
                 notes.append(f"no memory-controller rows for {cell.name}: {error}")
             continue
         names = stat_names(topology)
-        table = controller_queues(detailed_dumps(stats, names, stat_names(topology, "boot")),
-                                  controller_memories(topology), per="memory")
+        detailed = detailed_dumps(stats, names, stat_names(topology, "boot"))
+        if detailed.empty:
+            if notes is not None:
+                notes.append(f"no memory-controller rows for {cell.name}: its stats.txt has "
+                             "no window of the detailed cores")
+            continue
+        table = controller_queues(detailed, controller_memories(topology), per="memory",
+                                  seconds=detailed_seconds(detailed, names))
         rows.append(table.drop(columns="controller").assign(
             arch=cell.preset, app=cell.service, placement=cell.placement,
             dynamic=cell.dynamic, study=result.study))
@@ -546,15 +552,22 @@ def memory_queues(results: list[CellResult], notes: list[str] | None = None) -> 
 
 
 def _spanning(queues: pd.DataFrame) -> pd.DataFrame:
-    """The memory rows of cells whose accesses went to more than one stack (Fig. 3's
-    presets), labelled with their placement policy."""
+    """The memory rows of Fig. 3's cells (the presets with a placement other than first
+    touch alone), each stack's, labelled with the placement policy (and the preset, when
+    there are several)."""
     if queues.empty:
         return queues
-    stacks = queues[queues["memory"].astype(str).str.startswith("stack")]
-    spans = stacks.groupby(list(CELL_KEYS["memory"]))["memory"].transform("nunique") > 1
-    cells = stacks[spans]
-    return cells.assign(policy=[policy_name(p, d) for p, d in
-                                cells[["placement", "dynamic"]].astype(str).to_numpy()])
+    static_ft = (queues["placement"].astype(str) == "ft") & \
+        (queues["dynamic"].astype(str) == "none")
+    presets = set(queues.loc[~static_ft, "arch"].astype(str))
+    cells = queues[queues["arch"].astype(str).isin(presets)
+                   & queues["memory"].astype(str).str.startswith("stack")]
+    policies = [policy_name(p, d) for p, d in
+                cells[["placement", "dynamic"]].astype(str).to_numpy()]
+    if len(presets) > 1:
+        policies = [f"{arch} {policy}" for arch, policy in
+                    zip(cells["arch"].astype(str), policies, strict=True)]
+    return cells.assign(policy=policies)
 
 
 def _page_type_figure(frame: pd.DataFrame) -> Any:

@@ -118,7 +118,8 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
 def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
     """Why Fig. 3's placements differ: per app (a column of panels) and placement
     (``label``), each memory's read bandwidth and a read's mean wait in its controller's
-    queue (columns ``app``, ``label``, ``memory``, ``read_gbps``, ``queue_ns``)."""
+    queue (columns ``app``, ``label``, ``memory``, ``read_gbps``, ``queue_ns``; one row
+    per app, label and memory)."""
     apps = sorted(frame["app"].astype(str).unique())
     figure = Figure(figsize=(max(4.0, 3.2 * len(apps)), 4.6), layout="constrained")
     axes = figure.subplots(2, len(apps), squeeze=False)
@@ -132,7 +133,8 @@ def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
                                               ("read_gbps", "reads (GB/s)"))):
             ax = axes[row][column]
             table = mine.pivot_table(index=label, columns="memory", values=value,
-                                     observed=True).reindex(index=labels, columns=memories)
+                                     observed=True, aggfunc="first").reindex(
+                                         index=labels, columns=memories)
             for i, memory in enumerate(memories):
                 ax.bar(x + i * width, table[memory].to_numpy(), width, label=memory,
                        color=f"C{i}")

@@ -73,20 +73,28 @@ def _keys(stats: pd.DataFrame) -> list[str]:
 def window_dumps(stats: pd.DataFrame) -> pd.DataFrame:
     """``stats`` with only the dumps that close a window of accumulation: each window
     runs from its start (``finalTick - simTicks``: a process's start or a reset) to its
-    last dump, which holds the window's totals. Without ``finalTick`` and ``simTicks``
-    every dump is taken to be a window of its own."""
+    last dump, which holds the window's totals. A dump without ``finalTick`` and
+    ``simTicks`` is taken to be a window of its own."""
     keys = _keys(stats)
+    dumps = stats[keys].drop_duplicates()
     final, ticks = _per_dump(stats, "finalTick", keys), _per_dump(stats, "simTicks", keys)
     if final.empty or ticks.empty:
         return stats
-    dumps = pd.DataFrame({"final": final, "start": final - ticks}).dropna().reset_index()
+    starts = (final - ticks).rename("start").reset_index()
+    dumps = dumps.merge(starts, on=keys, how="left").merge(
+        final.rename("final").reset_index(), on=keys, how="left")
+    alone = dumps["start"].isna() | dumps["final"].isna()
+    dumps.loc[alone, "start"] = -(dumps.loc[alone, "dump"].astype(float) + 1)
+    dumps["final"] = dumps["final"].fillna(dumps["start"])
     closing = dumps.loc[dumps.groupby([*keys[:-1], "start"])["final"].idxmax(), keys]
     return stats.merge(closing, on=keys, how="inner")
 
 
 def detailed_dumps(stats: pd.DataFrame, detailed: StatNames, boot: StatNames) -> pd.DataFrame:
     """The windows (:func:`window_dumps`) in which the detailed cores committed more
-    instructions than the boot cores: the measured part, wherever it was cut."""
+    instructions than the boot cores: the measured part, wherever it was cut. A window
+    may begin on the boot cores (a restore that runs to the guest's start signal there):
+    :func:`detailed_seconds` says how much of it the detailed cores ran."""
     windows = window_dumps(stats)
     keys = _keys(windows)
 
@@ -99,6 +107,41 @@ def detailed_dumps(stats: pd.DataFrame, detailed: StatNames, boot: StatNames) ->
                     axis=1).fillna(0.0)
     kept = ran.index[ran["detailed"] > ran["boot"]].to_frame(index=False)
     return windows.merge(kept, on=keys, how="inner")
+
+
+def window_seconds(stats: pd.DataFrame) -> pd.Series:
+    """Each dump's simulated seconds, exact (``simTicks / simFreq``; ``simSeconds`` is
+    printed to 6 decimals), indexed by the dump's keys."""
+    keys = _keys(stats)
+    ticks = _per_dump(stats, "simTicks", keys)
+    freq = _per_dump(stats, "simFreq", keys).reindex(ticks.index).fillna(DEFAULT_SIM_FREQ)
+    seconds = stats.groupby(keys, observed=True)["sim_seconds"].first()
+    return (ticks / freq).reindex(seconds.index).fillna(seconds).rename("seconds")
+
+
+def detailed_seconds(stats: pd.DataFrame, detailed: StatNames) -> pd.Series:
+    """Per dump, the simulated seconds the detailed cores were switched in: the longest
+    any of them counted, busy or quiesced (``numCycles + quiesceCycles`` on its cluster's
+    clock), at most the dump's own time. Without those statistics, the dump's time."""
+    keys = _keys(stats)
+    whole = window_seconds(stats)
+    clocks = {cpu: c.clock for c in detailed.caches if c.cpu_id is not None
+              for cpu in [c.cpu_id]}
+    spans = []
+    for cpu, prefix in detailed.cpus.items():
+        if cpu not in clocks:
+            continue
+        cycles = (_per_dump(stats, f"{prefix}.core.numCycles", keys)
+                  .add(_per_dump(stats, f"{prefix}.core.quiesceCycles", keys), fill_value=0))
+        period = _per_dump(stats, clocks[cpu], keys)
+        if len(cycles) and len(period):
+            spans.append((cycles * period).rename(cpu))
+    if not spans:
+        return whole
+    freq = _per_dump(stats, "simFreq", keys).reindex(whole.index).fillna(DEFAULT_SIM_FREQ)
+    switched_in = (pd.concat(spans, axis=1).max(axis=1).reindex(whole.index) / freq)
+    return switched_in.clip(upper=whole).fillna(whole).rename("seconds")
+
 
 
 def miss_latency_by_requester(
@@ -253,23 +296,33 @@ def memory_latency_by_target(stats: pd.DataFrame) -> pd.DataFrame:
     return table[[*keys, "target", "requester", "accesses", "latency_ns"]]
 
 
-# A controller's statistics that add up over windows (queue length is time-weighted).
+# A controller's statistics that add up over windows. gem5's avgRdQLen is the queue
+# length a read found on arrival, held until the next one and averaged over time.
 _QUEUE_STATS = {"readBursts": "reads", "servicedByWrQ": "from_write_queue",
                 "bytesReadSys": "read_bytes", "avgRdQLen": "read_queue",
+                "dram.readBursts": "dram_reads",
                 "dram.totQLat": "queue_ticks", "dram.totMemAccLat": "access_ticks"}
 QUEUE_COLUMNS = ["controller", "memory", "reads", "read_gbps", "read_queue", "queue_ns",
                  "access_ns", "simulated_s"]
+# What the campaign report keeps of a stats.txt for these tables.
+QUEUE_STAT_PATTERN = (r"finalTick|simTicks|.*\.core\.(commitStats0\.numInsts|numCycles"
+                      r"|quiesceCycles)|.*\.(readBursts|servicedByWrQ|bytesReadSys"
+                      r"|bytesWrittenSys|avgRdQLen)|.*\.dram\.(totQLat|totMemAccLat)")
 
 
 def controller_queues(stats: pd.DataFrame, controllers: Mapping[str, str],
-                      per: str = "controller") -> pd.DataFrame:
+                      per: str = "controller", seconds: pd.Series | None = None
+                      ) -> pd.DataFrame:
     """Per memory controller (``controllers``: its statistics prefix -> the memory it
     serves, e.g. a stack), or per memory with ``per="memory"`` (a stack the x86 hole
-    splits has two controllers), over every dump of ``stats``, whose dumps must be
-    windows (:func:`detailed_dumps`): the read bursts served, the read bandwidth, the mean
-    length of the read queue (time-weighted; a memory's controllers' added), and the mean
-    time a read waited in the queue (``queue_ns``) and spent in all before its data
-    (``access_ns``), both per read the DRAM served (the write queue's wait for nothing)."""
+    splits has two controllers), over every dump of one run's ``stats``, whose dumps
+    must be windows (:func:`detailed_dumps`): the read bursts served, the read bandwidth,
+    the read queue's mean length as reads found it (``read_queue``; a memory's
+    controllers' added), and the mean time a read waited in the queue (``queue_ns``) and
+    spent in all before its data (``access_ns``), both per read the DRAM served (the
+    write queue's wait for nothing). Rates are over ``seconds`` per dump
+    (:func:`detailed_seconds`; the dumps' own time by default). A statistic the dumps
+    lack gives NaN, not 0."""
     if per not in ("controller", "memory"):
         raise ValueError(f"per={per!r}: give 'controller' or 'memory'")
     keys = _keys(stats)
@@ -283,17 +336,22 @@ def controller_queues(stats: pd.DataFrame, controllers: Mapping[str, str],
         index=[*keys, "controller"], columns="field", values="value", aggfunc="first",
         observed=True).reset_index()
     table = table.reindex(columns=[*keys, "controller", *_QUEUE_STATS.values()])
-    seconds = stats.groupby(keys, observed=True)["sim_seconds"].first().rename("simulated_s")
-    table = table.merge(seconds.reset_index(), on=keys, how="left")
-    table["queue_length_s"] = table["read_queue"] * table["simulated_s"]
-    table["from_write_queue"] = table["from_write_queue"].fillna(0.0)
+    whole = window_seconds(stats)
+    ran = (seconds if seconds is not None else whole).rename("ran_s")
+    table = table.merge(whole.reset_index(), on=keys, how="left").merge(
+        ran.reset_index(), on=keys, how="left")
+    # The held queue length averaged over the whole dump, over the time reads could come.
+    table["queue_length_s"] = table["read_queue"] * table["seconds"]
+    # The reads behind totQLat: the DRAM's own count, else those the write queue did not serve.
+    table["dram_reads"] = table["dram_reads"].fillna(
+        table["reads"] - table["from_write_queue"].fillna(0.0))
     table["memory"] = table["controller"].map(controllers)
-    total = table.groupby(per, sort=False).sum(numeric_only=True)
-    total["simulated_s"] = table.groupby(per, sort=False)["simulated_s"].sum() / \
-        table.groupby(per, sort=False)["controller"].nunique()
+    total = table.groupby(per, sort=False).sum(numeric_only=True, min_count=1)
+    # Each dump's time once per group, however many of its controllers wrote rows.
+    times = table.drop_duplicates([per, *keys]).groupby(per, sort=False)["ran_s"].sum()
+    time = times.reindex(total.index).where(lambda t: t > 0)
     freq = _per_dump(stats, "simFreq", keys)
-    tick_ns = 1e9 / (float(freq.iloc[0]) if len(freq) else DEFAULT_SIM_FREQ)
-    from_dram = total["reads"] - total["from_write_queue"]
+    tick_ns = 1e9 / (float(freq.max()) if len(freq) else DEFAULT_SIM_FREQ)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = pd.DataFrame({
             "controller": (total.index if per == "controller" else
@@ -301,9 +359,9 @@ def controller_queues(stats: pd.DataFrame, controllers: Mapping[str, str],
                             for memory in total.index]),
             "memory": total.index if per == "memory" else total.index.map(controllers),
             "reads": total["reads"].to_numpy(),
-            "read_gbps": (total["read_bytes"] / total["simulated_s"] / 1e9).to_numpy(),
-            "read_queue": (total["queue_length_s"] / total["simulated_s"]).to_numpy(),
-            "queue_ns": (total["queue_ticks"] / from_dram * tick_ns).to_numpy(),
-            "access_ns": (total["access_ticks"] / from_dram * tick_ns).to_numpy(),
-            "simulated_s": total["simulated_s"].to_numpy()})
+            "read_gbps": (total["read_bytes"] / time / 1e9).to_numpy(),
+            "read_queue": (total["queue_length_s"] / time).to_numpy(),
+            "queue_ns": (total["queue_ticks"] / total["dram_reads"] * tick_ns).to_numpy(),
+            "access_ns": (total["access_ticks"] / total["dram_reads"] * tick_ns).to_numpy(),
+            "simulated_s": time.to_numpy()})
     return out[QUEUE_COLUMNS].reset_index(drop=True)

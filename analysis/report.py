@@ -32,8 +32,10 @@ from .campaign import Campaign, load_campaigns, simulated_topology, with_campaig
 
 SYSTEM_AXES = ("system", "arch", "placement", "manager")
 # The statistics the report uses; the others are not kept in memory.
-REPORT_STATS = (r"(simSeconds|sim_seconds|simFreq|.*clk_domain\.clock|.*\.demandMisses"
-                r"|.*\.demandMissLatency|.*\.requestorReadTotalLat|.*\.requestorReadAccesses)$")
+REPORT_STATS = (r"(simSeconds|sim_seconds|simFreq|.*clk_domain\.clock|.*\.clock"
+                r"|.*\.demandMisses|.*\.demandMissLatency|.*\.requestorReadTotalLat"
+                r"|.*\.requestorReadAccesses|.*\.cpuMisses|.*\.cpuOutstandingTicks|"
+                + memlat.QUEUE_STAT_PATTERN + ")$")
 TIMELINE_RUNS = 4  # Fig. 11 panels drawn at most
 
 
@@ -554,7 +556,7 @@ def _stats_section(campaign: Campaign) -> Section:
         windows.drop_duplicates(["run_id", "dump"]).groupby("run_id", observed=True).agg(
             windows=("dump", "size"), simulated_s=("sim_seconds", "sum")))
     section = Section("gem5 statistics", "", [("stats per run", dumps.reset_index())])
-    target = memlat.memory_latency_by_target(stats)
+    target = memlat.memory_latency_by_target(windows)
     if len(target):
         mean = target.groupby(["run_id", "target", "requester"], observed=True).agg(
             accesses=("accesses", "sum"), latency_ns=("latency_ns", "mean")).reset_index()
@@ -562,14 +564,16 @@ def _stats_section(campaign: Campaign) -> Section:
     estimates, device, bandwidth, queues = [], [], [], []
     for run_id, topology in _topologies(campaign).items():
         names = stat_names(topology)
-        own = stats[stats["run_id"] == run_id]
+        own = windows[windows["run_id"] == run_id]
         estimates.append(memlat.estimate_by_cache(own, names))
         device.append(memlat.device_memory_latency(own, names.counters))
-        bandwidth.append(memlat.memory_bandwidth(windows[windows["run_id"] == run_id],
-                                                 names.controllers))
-        queues.append(memlat.controller_queues(
-            memlat.detailed_dumps(own, names, stat_names(topology, "boot")),
-            controller_memories(topology)).assign(run_id=run_id))
+        bandwidth.append(memlat.memory_bandwidth(own, names.controllers))
+        detailed = memlat.detailed_dumps(stats[stats["run_id"] == run_id], names,
+                                         stat_names(topology, "boot"))
+        if len(detailed):
+            queues.append(memlat.controller_queues(
+                detailed, controller_memories(topology),
+                seconds=memlat.detailed_seconds(detailed, names)).assign(run_id=run_id))
     bandwidth = [b for b in bandwidth if len(b)]
     if bandwidth:
         total = pd.concat(bandwidth).groupby("run_id", observed=True).agg(
@@ -581,9 +585,9 @@ def _stats_section(campaign: Campaign) -> Section:
     queues = [q for q in queues if len(q)]
     if queues:
         table = pd.concat(queues, ignore_index=True)
-        section.tables.append(("memory controllers over the detailed part (read queue: "
-                               "mean length; queue_ns: a read's mean wait in it; "
-                               "access_ns: its mean time to data)",
+        section.tables.append(("memory controllers over the detailed part (read_queue: "
+                               "its mean length as reads found it; queue_ns: a read's mean "
+                               "wait in it; access_ns: its mean time to data)",
                                table[["run_id", *memlat.QUEUE_COLUMNS]]))
     estimates = [e for e in estimates if len(e)]
     device = [d for d in device if len(d)]

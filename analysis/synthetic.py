@@ -213,14 +213,22 @@ def server_stats_text(dumps: int, seed: int = 0, **kwargs: int | float) -> str:
 
 def controller_window_dump(topology: Topology, final: float, ticks: float, detailed: float,
                            boot: float, reads: float, queue_ticks: float,
-                           queue_length: float) -> str:
+                           queue_length: float, switched_in: float | None = None) -> str:
     """One dump of ``topology``'s board as its statistics name it: a window from
     ``final - ticks`` to ``final``, the instructions the first detailed and the first boot
     core committed, and the same reads at every memory controller (each waiting
-    ``queue_ticks / reads`` in the queue, 15 ns more to data)."""
+    ``queue_ticks / reads`` in the queue, 15 ns more to data); with ``switched_in``, the
+    ticks the first detailed core counted (busy and quiesced, on a 500-tick clock)."""
     names, boot_names = stat_names(topology), stat_names(topology, "boot")
     lines = [stat_line("simSeconds", ticks / 1e12), stat_line("simTicks", ticks),
              stat_line("finalTick", final), stat_line("simFreq", 1e12)]
+    if switched_in is not None:
+        first = next(iter(names.cpus))
+        clock = next(c.clock for c in names.caches if c.cpu_id == first)
+        lines += [stat_line(clock, 500),
+                  stat_line(f"{names.cpus[first]}.core.numCycles", switched_in / 500 / 4),
+                  stat_line(f"{names.cpus[first]}.core.quiesceCycles",
+                            switched_in / 500 * 3 / 4)]
     for cpus, value in ((names.cpus, detailed), (boot_names.cpus, boot)):
         lines += [stat_line(f"{cpu}.core.commitStats0.numInsts", value if i == 0 else 0)
                   for i, cpu in enumerate(cpus.values())]

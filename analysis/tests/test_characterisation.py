@@ -575,3 +575,16 @@ def test_a_cell_has_each_stacks_queue_from_its_sampled_runs_statistics(
     notes: list[str] = []
     assert memory_queues([result], notes).empty
     assert notes and cell.name in notes[0] and "stats.txt" in notes[0]
+
+
+def test_fig3_memory_draws_only_the_presets_of_placement_cells() -> None:
+    from pimcloud.analysis.characterisation import _spanning
+
+    rows = pd.DataFrame({"arch": ["arch1", "arch1", "arch9", "arch9", "arch9", "arch9"],
+                         "app": "kv", "placement": ["ft", "ft", "ft", "ft", "il", "il"],
+                         "dynamic": "none",
+                         "memory": ["stack0", "stack1"] * 3,
+                         "queue_ns": [10.0, 10.0, 60.0, 5.0, 30.0, 25.0]})
+    drawn = _spanning(rows)
+    assert set(drawn["arch"]) == {"arch9"}  # arch1's first touch is Table III's, not Fig. 3's
+    assert drawn.set_index(["policy", "memory"]).loc[("ft", "stack0"), "queue_ns"] == 60.0

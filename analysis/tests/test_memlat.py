@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pimcloud.analysis import memlat
 from pimcloud.analysis.synthetic import (
@@ -66,9 +67,9 @@ def test_report_puts_the_counters_estimate_beside_gem5s() -> None:
 
 
 def _window(final: float, ticks: float, detailed: float, boot: float, queue_ticks: float,
-            reads: float, queue_length: float) -> str:
+            reads: float, queue_length: float, switched_in: float | None = None) -> str:
     return controller_window_dump(load_topology("mini"), final, ticks, detailed, boot,
-                                  reads, queue_ticks, queue_length)
+                                  reads, queue_ticks, queue_length, switched_in)
 
 
 def test_a_run_in_several_processes_counts_each_access_once(tmp_path: Path) -> None:
@@ -76,8 +77,10 @@ def test_a_run_in_several_processes_counts_each_access_once(tmp_path: Path) -> N
     names = stat_names(topology)
     path = tmp_path / "stats.txt"
     path.write_text(
-        # process 1 (from tick 1e9): two progress dumps, cumulative
-        _window(2e9, 1e9, 5e6, 0, 1e8, 1000, 1.0) + _window(3e9, 2e9, 9e6, 0, 3e8, 3000, 2.0)
+        # process 1 (from tick 1e9, on the boot cores until 1.5e9): two progress dumps,
+        # cumulative
+        _window(2e9, 1e9, 5e6, 1e5, 1e8, 1000, 1.0, 5e8)
+        + _window(3e9, 2e9, 9e6, 1e5, 3e8, 3000, 2.0, 1.5e9)
         # process 2 (resumed at 3e9): the measured part ends (dump and reset) at 4e9 ...
         + _window(4e9, 1e9, 4e6, 0, 2e8, 1000, 4.0)
         # ... and the wrap-up on the boot cores, whose reads bypass the queues
@@ -86,14 +89,21 @@ def test_a_run_in_several_processes_counts_each_access_once(tmp_path: Path) -> N
     assert sorted(memlat.window_dumps(stats)["dump"].unique()) == [1, 2, 3]
     detailed = memlat.detailed_dumps(stats, names, stat_names(topology, "boot"))
     assert sorted(detailed["dump"].unique()) == [1, 2]
-    queues = memlat.controller_queues(detailed, {names.controllers[0]: "stack0"})
+    # Of process 1's 2 ms the detailed cores ran 1.5; process 2 has no core counts.
+    seconds = memlat.detailed_seconds(detailed, names)
+    assert seconds.tolist() == pytest.approx([1.5e-3, 1e-3])
+    queues = memlat.controller_queues(detailed, {names.controllers[0]: "stack0"},
+                                      seconds=seconds)
     row = queues.set_index("memory").loc["stack0"]
     assert row["reads"] == 4000
     assert row["queue_ns"] == pytest.approx(5e8 / 4000 / 1e3)  # 125 ns
     assert row["access_ns"] == pytest.approx(140.0)
-    assert row["read_queue"] == pytest.approx((2.0 * 2 + 4.0 * 1) / 3)  # time-weighted
-    assert row["read_gbps"] == pytest.approx(4000 * 64 / 3e-3 / 1e9)
-    assert row["simulated_s"] == pytest.approx(3e-3)
+    # The held length averaged over each dump, over the time the detailed cores ran
+    assert row["read_queue"] == pytest.approx((2.0 * 2 + 4.0 * 1) / 2.5)
+    assert row["read_gbps"] == pytest.approx(4000 * 64 / 2.5e-3 / 1e9)
+    assert row["simulated_s"] == pytest.approx(2.5e-3)
+    whole = memlat.controller_queues(detailed, {names.controllers[0]: "stack0"}).iloc[0]
+    assert whole["simulated_s"] == pytest.approx(3e-3)
     # A memory served by several controllers (mini's stack 1 the x86 hole splits, here
     # all three as one memory): reads and queues add up, the wait per read stays.
     count = len(names.controllers)
@@ -101,7 +111,25 @@ def test_a_run_in_several_processes_counts_each_access_once(tmp_path: Path) -> N
                                     per="memory").set_index("memory").loc["stack"]
     assert both["reads"] == 4000 * count
     assert both["queue_ns"] == pytest.approx(125.0)
-    assert both["read_queue"] == pytest.approx(count * row["read_queue"])
-    assert both["read_gbps"] == pytest.approx(count * row["read_gbps"])
+    assert both["read_queue"] == pytest.approx(count * whole["read_queue"])
+    assert both["read_gbps"] == pytest.approx(count * whole["read_gbps"])
+    assert both["simulated_s"] == pytest.approx(3e-3)
     with pytest.raises(ValueError, match="per="):
         memlat.controller_queues(detailed, {}, per="stack")
+
+
+def test_missing_statistics_are_unknown_and_dumps_without_ticks_stay(tmp_path: Path) -> None:
+    names = stat_names(load_topology("mini"))
+    path = tmp_path / "stats.txt"
+    controller = names.controllers[0]
+    # A dump of a board whose controllers lack queue statistics, and no finalTick
+    path.write_text(dump_text([stat_line("simSeconds", 0.001), stat_line("simFreq", 1e12),
+                               stat_line(f"{controller}.readBursts", 10)])
+                    + _window(2e9, 1e9, 5e6, 0, 1e8, 1000, 1.0))
+    stats = parse_stats(path).stats
+    assert sorted(memlat.window_dumps(stats)["dump"].unique()) == [0, 1]
+    first = stats[stats["dump"] == 0]
+    row = memlat.controller_queues(first, {controller: "stack0"}).iloc[0]
+    assert row["reads"] == 10
+    assert np.isnan(row["queue_ns"]) and np.isnan(row["read_queue"])
+    assert np.isnan(row["read_gbps"])

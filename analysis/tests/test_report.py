@@ -383,3 +383,34 @@ def test_several_campaigns_read_as_one_keep_their_runs_apart(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="same name"):
         build_report([tmp_path / "loops-paper", tmp_path / "again" / "loops-paper"],
                      tmp_path / "out2")
+
+
+def test_a_resumed_gem5_run_gets_its_controllers_read_queues(tmp_path: Path) -> None:
+    """Through the report's own loading (it keeps only some statistics): two cumulative
+    dumps of one process, then the wrap-up after a reset, counted once each."""
+    from pimcloud.analysis.results import write_lats_bin
+    from pimcloud.analysis.synthetic import controller_window_dump
+    from pimcloud.topology import load_topology
+
+    run = tmp_path / "c" / "r"
+    (run / "kv").mkdir(parents=True)
+    (run / "m5out").mkdir()
+    (run / "run.json").write_text(json.dumps({
+        "run_id": "r", "app": "kv", "rps": 100, "topology": "mini",
+        "execution": {"command": ["gem5", "pim_fs.py", "--mem-divisor", "1"]}}))
+    write_lats_bin(run / "kv" / "lats.bin", pd.DataFrame(
+        {"queue_ns": 0, "service_ns": [1000] * 3, "sojourn_ns": [1000] * 3}))
+    mini = load_topology("mini")
+    (run / "m5out" / "stats.txt").write_text(
+        controller_window_dump(mini, 2e9, 1e9, 5e6, 0, 1000, 1e8, 1.0, 1e9)
+        + controller_window_dump(mini, 3e9, 2e9, 9e6, 0, 3000, 3e8, 2.0, 2e9)
+        + controller_window_dump(mini, 4e9, 1e9, 16, 8e6, 500, 0, 0.0))
+    build_report(tmp_path / "c", tmp_path / "out")
+    tables = tmp_path / "out" / "tables"
+    queues = pd.read_csv(next(tables.glob("memory_controllers_over_the_detailed_part*.csv")))
+    assert set(queues["memory"]) == {"stack0", "stack1"}
+    assert (queues["reads"] == 3000).all()  # not 1000 + 3000, nor the wrap-up's 500
+    assert queues["queue_ns"].tolist() == pytest.approx([100.0] * len(queues))
+    per_run = pd.read_csv(tables / "stats_per_run.csv").iloc[0]
+    assert (per_run["dumps"], per_run["windows"]) == (3, 2)
+    assert per_run["simulated_s"] == pytest.approx(3e-3)
