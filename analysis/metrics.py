@@ -293,15 +293,42 @@ def colocation_frontier(
     return out
 
 
-def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app")
-                  ) -> pd.DataFrame:
-    """Best-effort throughput: work units per second over each job's progress record."""
+def measured_spans(requests: pd.DataFrame) -> pd.DataFrame:
+    """Per run, the span of its LC requests (first scheduled arrival, or start where
+    arrivals are not recorded, to the last end), on the guest's monotonic clock that the
+    best-effort jobs' progress lines use too; no rows without timed requests."""
+    if requests.empty or "end_ns" not in requests.columns:
+        return pd.DataFrame(columns=["run_id", "start_ns", "end_ns"])
+    first = "scheduled_ns" if "scheduled_ns" in requests.columns else "start_ns"
+    timed = requests.dropna(subset=[first, "end_ns"])
+    spans = timed.groupby("run_id", observed=True).agg(start_ns=(first, "min"),
+                                                       end_ns=("end_ns", "max"))
+    return spans.reset_index()
+
+
+def be_throughput(progress: pd.DataFrame, by: Sequence[str] = ("run_id", "app"),
+                  spans: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Best-effort throughput: work units per second over each job's progress record, or,
+    for a run in ``spans`` (:func:`measured_spans`), over the part of it inside the run's
+    LC requests (cumulative work interpolated at the bounds): what the job did beside the
+    measured service, not before it or in a wrap-up on other cores."""
     _require(progress, [*by, "t_ns", "work"], "progress")
+    bounds = ({str(r.run_id): (float(r.start_ns), float(r.end_ns))
+               for r in spans.itertuples()} if spans is not None and len(spans) else {})
 
     def rate(group: pd.DataFrame) -> float:
-        span = (group["t_ns"].max() - group["t_ns"].min()) / 1e9
-        work = group["work"].max() - group["work"].min()
-        return work / span if span > 0 else np.nan
+        ordered = group.sort_values("t_ns")
+        t = ordered["t_ns"].to_numpy(dtype=np.float64)
+        work = ordered["work"].to_numpy(dtype=np.float64)
+        key = group.name if isinstance(group.name, tuple) else (group.name,)
+        low, high = t.min(), t.max()
+        run = str(key[list(by).index("run_id")]) if "run_id" in by else None
+        if run in bounds:
+            low, high = max(low, bounds[run][0]), min(high, bounds[run][1])
+        if high <= low:
+            return np.nan
+        done = np.interp(high, t, work) - np.interp(low, t, work)
+        return float(done / ((high - low) / 1e9))
 
     out = progress.groupby(list(by), observed=True)[["t_ns", "work"]].apply(rate)
     return out.rename("throughput").reset_index()

@@ -231,7 +231,8 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
     if not campaign.progress.empty:
         # The job is the progress frame's "app"; a run's own "app" axis (single-app
         # runs) names an LC service and is left out.
-        thr = metrics.be_throughput(campaign.progress).merge(
+        thr = metrics.be_throughput(campaign.progress,
+                                   spans=metrics.measured_spans(campaign.requests)).merge(
             campaign.runs[["run_id", *(a for a in axes if a != "app")]], on="run_id",
             how="left")
         units = campaign.progress.groupby("app", observed=True)["unit"].first() \
@@ -374,7 +375,8 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
         first = {r: o[0] for o, r in frontiers}
         lc1 = mixes[mixes["app"] == mixes["run_id"].map(first)]
         lc1 = lc1.assign(x_pct=(100 * lc1["rps"] / lc1["app"].map(limits)).round())
-        thr = metrics.be_throughput(campaign.progress).merge(
+        thr = metrics.be_throughput(campaign.progress,
+                                   spans=metrics.measured_spans(campaign.requests)).merge(
             lc1[["run_id", "x_pct", "meets_qos"]], on="run_id")
         thr = thr.merge(campaign.runs[["run_id", *by]], on="run_id", how="left") if by else \
             thr.assign(manager="all")
@@ -426,7 +428,8 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
     be = None
     tables = [("policy comparison: lc", lc)]
     if not campaign.progress.empty:
-        be = metrics.be_throughput(campaign.progress)
+        be = metrics.be_throughput(campaign.progress,
+                                   spans=metrics.measured_spans(campaign.requests))
         be["label"] = be["run_id"].map(labels)
         if "unit" in campaign.progress.columns:
             be["unit"] = be["app"].map(

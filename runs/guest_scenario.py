@@ -80,6 +80,9 @@ def part_switches_at_start(run: Run, backend: str) -> bool:
 
 
 DONE_FIFO = "/run/pimcloud/done.fifo"  # each service writes a line once its requests are done
+# The best-effort jobs' pids, for the wrap-up to stop them: their work after the measured
+# part counts for nothing, and on the atomic cores it would cost host time.
+BE_PIDS = "/run/pimcloud/be.pids"
 
 
 def wraps_up_atomic(run: Run, backend: str) -> bool:
@@ -93,7 +96,8 @@ def wraps_up_atomic(run: Run, backend: str) -> bool:
 def wrapup_lines(run: Run, backend: str) -> list[str]:
     """Before the switch to the detailed cores: a FIFO the services write to when their
     requests are done (harness --done-file) and a reader blocked on it (no polling: it costs
-    no detailed-core time) that switches back to the atomic cores after the last one."""
+    no detailed-core time) that stops the best-effort jobs (SIGSTOP; continued before they
+    are ended) and switches back to the atomic cores after the last one."""
     if not wraps_up_atomic(run, backend):
         return ['SWITCHER=""']
     ending = len(run.apps) - sum(1 for e in run.scenario.events if e.kind == "kill")
@@ -101,6 +105,7 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
         f"rm -f {DONE_FIFO}; mkfifo {DONE_FIFO}",
         f"( exec 3<>{DONE_FIFO}; n=0; while [ $n -lt {ending} ] && read -r _ <&3; do "
         'n=$((n+1)); done; say "measured requests done: the wrap-up on the atomic cores"; '
+        f"for pid in $(cat {BE_PIDS} 2>/dev/null); do kill -STOP $pid 2>/dev/null; done; "
         "m5 switchcpu ) &",
         "SWITCHER=$!",
     ]
@@ -456,6 +461,8 @@ def best_effort_lines(run: Run) -> list[str]:
         command = " ".join(be_command(job, f'"$R/{job}"', "$(nproc)", s.interval_s * 1e3))
         lines += [f'mkdir -p "$R/{job}"', f'{command} > "$R/{job}.log" 2>&1 &', 'BE="$BE $!"',
                   f"BE_{s.be.index(job)}=$!"]
+    if s.be:
+        lines.append(f"echo $BE > {BE_PIDS}")
     if s.be and s.manager != "none":
         # The agent creates the BE cgroup when it starts.
         # A counted loop of shell builtins, not $(seq 1 200): Debian's seq computes in x87
@@ -682,6 +689,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         '  say "manager exited before the services: see agent.log"; status=1',
         "fi",
         'say "kept the statistics"',
+        "for pid in $BE; do kill -CONT $pid 2>/dev/null; done",  # stopped for the wrap-up
         "for pid in $BE $AGENT; do kill $pid 2>/dev/null; done",
         "for pid in $BE $AGENT; do wait $pid 2>/dev/null; done",
         'say "done status $status"',

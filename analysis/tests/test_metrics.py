@@ -257,3 +257,20 @@ def test_violation_spans_say_how_long_a_tail_stayed_above_qos() -> None:
     assert (g["windows"], g["empty"], g["violated"]) == (8, 3, 3)
     assert (g["first_s"], g["last_s"]) == (0.02, 0.04)
     assert g["lasted_s"] == pytest.approx(0.03)
+
+
+def test_be_throughput_counts_only_the_measured_requests_span() -> None:
+    # 2 units a ms for 100 ms beside the LC requests, then 100 ms stopped (the wrap-up)
+    progress = pd.DataFrame({"run_id": "r", "app": "membw",
+                             "t_ns": [0, 50e6, 100e6, 150e6, 200e6],
+                             "work": [0, 100, 200, 200, 200]})
+    requests = pd.DataFrame({"run_id": "r", "scheduled_ns": [10e6, 40e6],
+                             "end_ns": [30e6, 90e6]})
+    spans = metrics.measured_spans(requests)
+    assert spans.iloc[0][["start_ns", "end_ns"]].tolist() == [10e6, 90e6]
+    measured = metrics.be_throughput(progress, spans=spans)["throughput"].iloc[0]
+    assert measured == pytest.approx(2000.0)  # interpolated at 10 and 90 ms
+    assert metrics.be_throughput(progress)["throughput"].iloc[0] == pytest.approx(1000.0)
+    # A run without timed requests keeps its whole record.
+    assert metrics.be_throughput(progress, spans=metrics.measured_spans(
+        requests.iloc[0:0]))["throughput"].iloc[0] == pytest.approx(1000.0)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from pimcloud.runs.backends import hang_detail
 from pimcloud.runs.guest_scenario import (
+    BE_PIDS,
     CGROUP_ROOT,
     DONE_FIFO,
     HANG_EXIT,
@@ -154,15 +155,22 @@ def test_the_wrap_up_switches_back_once_every_service_is_done(
         ScenarioEvent(0.05, "kill", app="oltp"),)))
     assert "-lt 1 ]" in wrapup_lines(killed, "gem5")[1]  # a killed app is not waited for
     script = "\n".join(['say() { echo "pimcloud-run $*"; }', *wrapup_lines(run, "gem5"),
+                        # a best-effort job, as best_effort_lines starts one
+                        "sleep 30 & BE=$!", f"echo $BE > {BE_PIDS}",
                         f"echo kvstore 1 > {DONE_FIFO}", "sleep 0.3",
                         'say "one done"', f"echo oltp 2 > {DONE_FIFO}",
-                        "wait $SWITCHER"]).replace("/run/pimcloud", str(tmp_path))
+                        "wait $SWITCHER",
+                        # a stop takes effect when the job is next scheduled
+                        "for i in 1 2 3 4 5 6 7 8 9 10; do read -r _ _ state _ < /proc/$BE/stat; "
+                        '[ "$state" = T ] && break; sleep 0.1; done; echo "be state $state"',
+                        "kill -CONT $BE; kill $BE"]).replace("/run/pimcloud", str(tmp_path))
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
                           env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
                                "PIMCLOUD_BACKEND": "native"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.index("one done") < done.stdout.index("measured requests done")
     assert "switchcpu" in done.stderr
+    assert "be state T" in done.stdout  # stopped for the wrap-up on the atomic cores
 
 
 def test_the_real_harness_takes_the_run_options_from_its_start_file(
