@@ -125,8 +125,7 @@ def detailed_seconds(stats: pd.DataFrame, detailed: StatNames) -> pd.Series:
     clock), at most the dump's own time. Without those statistics, the dump's time."""
     keys = _keys(stats)
     whole = window_seconds(stats)
-    clocks = {cpu: c.clock for c in detailed.caches if c.cpu_id is not None
-              for cpu in [c.cpu_id]}
+    clocks = {c.cpu_id: c.clock for c in detailed.caches if c.cpu_id is not None}
     spans = []
     for cpu, prefix in detailed.cpus.items():
         if cpu not in clocks:
@@ -141,7 +140,6 @@ def detailed_seconds(stats: pd.DataFrame, detailed: StatNames) -> pd.Series:
     freq = _per_dump(stats, "simFreq", keys).reindex(whole.index).fillna(DEFAULT_SIM_FREQ)
     switched_in = (pd.concat(spans, axis=1).max(axis=1).reindex(whole.index) / freq)
     return switched_in.clip(upper=whole).fillna(whole).rename("seconds")
-
 
 
 def miss_latency_by_requester(

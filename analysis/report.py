@@ -231,8 +231,7 @@ def _sections(campaign: Campaign, qos: dict[str, float], out: Path
     if not campaign.progress.empty:
         # The job is the progress frame's "app"; a run's own "app" axis (single-app
         # runs) names an LC service and is left out.
-        thr = metrics.be_throughput(campaign.progress,
-                                   spans=metrics.measured_spans(campaign.requests)).merge(
+        thr = _be_throughput(campaign).merge(
             campaign.runs[["run_id", *(a for a in axes if a != "app")]], on="run_id",
             how="left")
         units = campaign.progress.groupby("app", observed=True)["unit"].first() \
@@ -375,8 +374,7 @@ def _mix_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
         first = {r: o[0] for o, r in frontiers}
         lc1 = mixes[mixes["app"] == mixes["run_id"].map(first)]
         lc1 = lc1.assign(x_pct=(100 * lc1["rps"] / lc1["app"].map(limits)).round())
-        thr = metrics.be_throughput(campaign.progress,
-                                   spans=metrics.measured_spans(campaign.requests)).merge(
+        thr = _be_throughput(campaign).merge(
             lc1[["run_id", "x_pct", "meets_qos"]], on="run_id")
         thr = thr.merge(campaign.runs[["run_id", *by]], on="run_id", how="left") if by else \
             thr.assign(manager="all")
@@ -428,8 +426,7 @@ def _policy_sections(campaign: Campaign, table: pd.DataFrame, axes: list[str],
     be = None
     tables = [("policy comparison: lc", lc)]
     if not campaign.progress.empty:
-        be = metrics.be_throughput(campaign.progress,
-                                   spans=metrics.measured_spans(campaign.requests))
+        be = _be_throughput(campaign)
         be["label"] = be["run_id"].map(labels)
         if "unit" in campaign.progress.columns:
             be["unit"] = be["app"].map(
@@ -512,6 +509,12 @@ def _timeline_sections(campaign: Campaign, qos: dict[str, float], out: Path
     yield section
 
 
+def _be_throughput(campaign: Campaign) -> pd.DataFrame:
+    """Each best-effort job's throughput beside its run's LC requests (their span)."""
+    return metrics.be_throughput(campaign.progress,
+                                 spans=metrics.measured_spans(campaign.requests))
+
+
 def _topologies(campaign: Campaign) -> dict[str, Topology]:
     """The topology each run simulated, from its run record (runs without one are left
     out of what needs the board's statistic names)."""
@@ -571,8 +574,7 @@ def _stats_section(campaign: Campaign) -> Section:
         estimates.append(memlat.estimate_by_cache(own, names))
         device.append(memlat.device_memory_latency(own, names.counters))
         bandwidth.append(memlat.memory_bandwidth(own, names.controllers))
-        detailed = memlat.detailed_dumps(stats[stats["run_id"] == run_id], names,
-                                         stat_names(topology, "boot"))
+        detailed = memlat.detailed_dumps(own, names, stat_names(topology, "boot"))
         if len(detailed):
             queues.append(memlat.controller_queues(
                 detailed, controller_memories(topology),

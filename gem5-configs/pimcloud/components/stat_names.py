@@ -118,5 +118,6 @@ def stat_names(topology: Topology, role: str = "detailed") -> StatNames:
 def controller_memories(topology: Topology) -> dict[str, str]:
     """Each memory controller's statistics prefix -> the memory it serves (a stack's or
     the host's name), for ``topology`` as gem5 ran it (memory divided as it was)."""
+    plans = memory_controller_plans(topology)
     return {f"{MEMORY}.{member('mem_ctrls', i, len(plans))}": plan.owner
-            for plans in [memory_controller_plans(topology)] for i, plan in enumerate(plans)}
+            for i, plan in enumerate(plans)}
