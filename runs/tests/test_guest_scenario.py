@@ -19,6 +19,7 @@ from pimcloud.runs.guest_scenario import (
     HANG_EXIT,
     HANG_MARK,
     PLACED_FILE,
+    WRAPUP_FILE,
     AgentConfigError,
     agent_config,
     best_effort_lines,
@@ -171,6 +172,7 @@ def test_the_wrap_up_switches_back_once_every_service_is_done(
     assert done.stdout.index("one done") < done.stdout.index("measured requests done")
     assert "switchcpu" in done.stderr
     assert "be state T" in done.stdout  # stopped for the wrap-up on the atomic cores
+    assert (tmp_path / Path(WRAPUP_FILE).name).exists()  # the watchdog allows for it
 
 
 def test_the_real_harness_takes_the_run_options_from_its_start_file(
@@ -225,10 +227,11 @@ def test_the_harness_takes_the_work_type_the_campaign_gives(tmp_path: Path) -> N
     assert refused.returncode == 2 and "num_work_ids" in refused.stderr
 
 
-def _run_end_of_script(script: str, services: str, hang_s: float, folder: Path
-                       ) -> subprocess.CompletedProcess[str]:
+def _run_end_of_script(script: str, services: str, hang_s: float, folder: Path,
+                       wrapup_s: float = 0.0) -> subprocess.CompletedProcess[str]:
     """Run the script's watchdog and end with real processes standing in for services."""
-    body = "\n".join(watchdog_lines(hang_s)) + "\n" + script[script.index("status=0"):]
+    body = ("\n".join(watchdog_lines(hang_s, wrapup_s)) + "\n"
+            + script[script.index("status=0"):])
     probe = folder / "end.sh"
     probe.write_text('say() { echo "pimcloud-run $*"; }\nAGENT=""\nBE=""\nLC=""\n' +
                      services + body.replace("/run/pimcloud", str(folder)))
@@ -261,6 +264,29 @@ def test_services_that_finish_in_time_end_the_watchdog(
     done = _run_end_of_script(script, "sleep 0.1 &\nLC=$!\n", 30.0, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert HANG_MARK not in done.stdout and not (tmp_path / "hung").exists()
+
+
+def test_the_watchdog_allows_for_the_wrap_up_only_once_it_has_begun(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """kvstore's end-of-run check of 200,000 keys outlasted the measured part's bound on
+    the atomic cores and was killed as hung: once the wrap-up began, the bound is longer."""
+    script = run_script(next(iter(load_spec(write_spec()).runs())), "gem5")
+    slow_check = "sleep 0.8 &\nLC=$!\n"
+    cut = _run_end_of_script(script, slow_check, 0.3, tmp_path, wrapup_s=2.0)
+    assert cut.returncode == HANG_EXIT, cut.stdout  # the measured part itself overran
+    assert "still running after 0.300 s: hung" in cut.stdout
+    marked = tmp_path / "marked"
+    marked.mkdir()
+    (marked / Path(WRAPUP_FILE).name).touch()
+    done = _run_end_of_script(script, slow_check, 0.3, marked, wrapup_s=2.0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert HANG_MARK not in done.stdout
+    hung = tmp_path / "hung-in-wrap-up"
+    hung.mkdir()
+    (hung / Path(WRAPUP_FILE).name).touch()
+    stuck = _run_end_of_script(script, "sleep 600 &\nLC=$!\n", 0.2, hung, wrapup_s=0.3)
+    assert stuck.returncode == HANG_EXIT, stuck.stdout
+    assert "after 0.200 s and 0.300 s of wrap-up: hung" in stuck.stdout
 
 
 def test_only_gem5_runs_get_a_watchdog_scaled_to_the_run_length(
