@@ -29,10 +29,9 @@ from .guest_scenario import (
     HANG_MARK,
     HANG_NOTICE,
     STARTUP_ALLOWANCE_S,
-    WRAPUP_ALLOWANCE_S,
     app_checkpointed,
     part_switches_at_start,
-    wraps_up_atomic,
+    wrapup_allowance_s,
     write_scenario,
 )
 from .progress import RunProgress
@@ -99,9 +98,8 @@ class Gem5Backend:
                        ship_programs=not app_checkpointed(run, self.name))
         (staging / "scenario.tar").write_bytes(load_scenario(staging / "scenario").payload)
         # The wrap-up's allowance too, so that the watchdog, not the limit, ends a hang there.
-        wrapup_s = WRAPUP_ALLOWANCE_S if wraps_up_atomic(run, self.name) else 0.0
         budget = (STARTUP_ALLOWANCE_S + spec.length.warmup_s + spec.length.measured_s) * (
-            1 + spec.gem5.limit_margin) + wrapup_s
+            1 + spec.gem5.limit_margin) + wrapup_allowance_s(run, self.name)
         progress = resumed = None
         if spec.gem5.progress_every_s and self.progress_root is not None:
             progress = RunProgress(self.progress_root / run.run_id)

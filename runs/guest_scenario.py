@@ -99,6 +99,11 @@ def wraps_up_atomic(run: Run, backend: str) -> bool:
             and synchronised_start(run, backend))
 
 
+def wrapup_allowance_s(run: Run, backend: str) -> float:
+    """Guest seconds the watchdog and gem5's limit allow for the run's wrap-up."""
+    return WRAPUP_ALLOWANCE_S if wraps_up_atomic(run, backend) else 0.0
+
+
 def wrapup_lines(run: Run, backend: str) -> list[str]:
     """Before the switch to the detailed cores: a FIFO the services write to when their
     requests are done (harness --done-file) and a reader blocked on it (no polling: it costs
@@ -673,8 +678,8 @@ def started_lines(run: Run, backend: str) -> list[str]:
         lines += best_effort_lines(run)
     lines += kernel_file_lines(run) + event_lines(run, backend)
     hang_s = hang_after_s(run, backend)
-    wrapup_s = WRAPUP_ALLOWANCE_S if wraps_up_atomic(run, backend) else 0.0
-    lines += watchdog_lines(hang_s, wrapup_s) if hang_s is not None else ['WATCHDOG=""']
+    lines += (watchdog_lines(hang_s, wrapup_allowance_s(run, backend)) if hang_s is not None
+              else ['WATCHDOG=""'])
     lines += [
         'say "started"',
         "status=0",
