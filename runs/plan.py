@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,13 +48,19 @@ def detailed_phase(run: Run, backend: str, restored: bool) -> str:
     return f"{phase}-be" if backend == "gem5" and run.scenario.be else phase
 
 
-def guest_work_estimate(run: Run, length_s: float) -> float | None:
-    """The services' CPU seconds in the guest a run should take: each app's workers busy
-    for its share of its max load (``rps / max_rps``; a study cell's ``max_rps`` is its
-    estimated capacity). None when an app has no ``max_rps`` to say (the plan then prices
-    the run by its simulated time)."""
+def guest_work_estimate(run: Run, length_s: float,
+                        per_request_s: Mapping[str, float] | None = None) -> float | None:
+    """The services' CPU seconds in the guest a run should take: each app's requests times
+    its CPU a request where ``per_request_s`` says it (measured, `study plan`), else its
+    workers busy for its share of its max load (``rps / max_rps``; a study cell's
+    ``max_rps`` is its estimated capacity, which a serial section may hold below its
+    workers' and so price them busier than they are). None when an app has neither (the
+    plan then prices the run by its simulated time)."""
     work = 0.0
     for app in run.apps:
+        if per_request_s and app.name in per_request_s:
+            work += run.scenario.rps_of(app) * length_s * per_request_s[app.name]
+            continue
         if not app.max_rps:
             return None
         workers = app.threads or run.scenario.threads
@@ -62,14 +68,17 @@ def guest_work_estimate(run: Run, length_s: float) -> float | None:
     return work
 
 
-def run_estimate(run: Run, backend: str, length_s: float) -> tuple[str, Speed, float]:
+def run_estimate(run: Run, backend: str, length_s: float,
+                 per_request_s: Mapping[str, float] | None = None
+                 ) -> tuple[str, Speed, float]:
     """(speed key, its speed, host seconds) of one run's detailed part of ``length_s``."""
     from .guest_scenario import app_checkpointed
 
     phase = detailed_phase(run, backend, app_checkpointed(run, backend))
     speed = speed_of(backend, phase, run.topology)
+    work = guest_work_estimate(run, length_s, per_request_s)
     return (f"{backend}/{phase}/{Path(run.topology).stem}", speed,
-            speed.host_seconds(length_s, busy_cores(run), guest_work_estimate(run, length_s)))
+            speed.host_seconds(length_s, busy_cores(run), work))
 
 
 def app_set_of(run: Run) -> str:
@@ -122,9 +131,11 @@ class Plan:
 
 def make_plan(spec: CampaignSpec, backend: str, jobs: int,
               have_checkpoint: set[str] | None = None,
-              have_app_sets: set[str] | None = None) -> Plan:
+              have_app_sets: set[str] | None = None,
+              per_request_s: Mapping[str, float] | None = None) -> Plan:
     """``have_checkpoint``: topologies whose boot checkpoint the store holds;
-    ``have_app_sets``: app sets (``app_set_of``) whose app checkpoint it holds."""
+    ``have_app_sets``: app sets (``app_set_of``) whose app checkpoint it holds;
+    ``per_request_s``: app -> its CPU a request in the guest, where measured."""
     from .guest_scenario import app_checkpointed
 
     runs = spec.runs()
@@ -133,7 +144,8 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     speeds: dict[str, Speed] = {}
     setups: dict[str, tuple[str, int, float]] = {}
     for run in runs:
-        speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length)
+        speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length,
+                                                              per_request_s)
         speeds[speed_key] = speed
         if app_checkpointed(run, backend):
             key = app_set_of(run)

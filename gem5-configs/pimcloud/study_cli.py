@@ -107,10 +107,12 @@ def _plan(args: argparse.Namespace) -> int:
     from .runs.plan import make_plan, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
     from .runs.status import format_seconds
+    from .runs.study_work import request_costs
 
     study = load_study(args.spec)
     chosen = _selected(study, args.only, args.services, args.cells)
     root = (args.out or DEFAULT_OUT / study.name).resolve()
+    costs = request_costs(study, root)
     boots: dict[str, float] = {}
     setups: list[float] = []
     runs: list[float] = []
@@ -129,8 +131,9 @@ def _plan(args: argparse.Namespace) -> int:
         jobs = plan_jobs(spec, args.jobs)
         have = stored_checkpoints(spec, log=lambda _: None) if os.environ.get("GEM5") else (
             set(), set())
+        cost = costs.get(cell.name)
         plan = make_plan(spec, spec.backend if spec.backend != "auto" else "gem5", jobs,
-                         *have)
+                         *have, {cell.service: cost.seconds} if cost else None)
         for topology, seconds in plan.boots.items():
             boots[topology] = seconds
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
@@ -140,7 +143,8 @@ def _plan(args: argparse.Namespace) -> int:
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
                      f"app checkpoint {format_seconds(cell_setup)}, run "
-                     f"{format_seconds(sum(plan.per_run.values()))}")
+                     f"{format_seconds(sum(plan.per_run.values()))} ("
+                     f"{cost.describe() if cost else 'the study estimate of service time'})")
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {len(lines)} cells, {done} done (not counted "
           "below)")

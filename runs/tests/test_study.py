@@ -344,3 +344,58 @@ def test_a_study_runs_resumes_validates_and_reports(
     assert done.returncode == 0, done.stderr
     done = cli("study", "run", str(spec), "--out", str(out))
     assert done.returncode != 0 and "disk.img" in done.stderr and "no such file" in done.stderr
+
+
+def test_the_plan_prices_a_cell_by_the_cpu_a_request_measured_nearest_it(
+        tmp_path: Path) -> None:
+    """Measured CPU a request beats the estimates: this study's own run on the preset
+    first, then the reference's, then the mean over presets of the same core type."""
+    from pimcloud.runs.study_work import request_costs
+
+    text = PROJECT_STUDY.replace('presets = ["arch1", "arch8"]',
+                                 'presets = ["arch1", "arch8", "arch4"]')
+    study = parse_study(tomllib.loads(text))
+    reference = tmp_path / "table_iii.csv"
+    reference.write_text("arch,app,mean_occupied_us,overhead_us,generator_us\n"
+                         "arch1,kvstore,100,10,\n"     # the generator's figure missing
+                         "arch8,imgdnn,800,,20\n"
+                         "arch1,imgdnn,,,\n")          # no measurement: skipped
+    root = tmp_path / "study"
+    for cell, cpu_ms, requests in (("arch8-kvstore", 60, 200), ("arch8-kvstore", 100, 200),
+                                   ("arch1-kvstore", 1, 0)):  # no requests: says nothing
+        run = root / "cells" / cell / "runs" / f"r{cpu_ms}" / "results" / "kvstore"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps(
+            {"measured_cpu_ns": cpu_ms * 1e6, "requests": requests}))
+    costs = request_costs(study, root, reference)
+    assert costs["arch8-kvstore"].seconds == pytest.approx(0.4e-3)  # (0.3 + 0.5) / 2 ms
+    assert "this study" in costs["arch8-kvstore"].source
+    assert costs["arch1-kvstore"].seconds == pytest.approx(110e-6)  # the reference's
+    assert "reference" in costs["arch1-kvstore"].source
+    assert costs["arch8-imgdnn"].seconds == pytest.approx(820e-6)
+    # arch4 (the same 2-wide cores) borrows arch8's figures; arch1 imgdnn has none.
+    assert costs["arch4-kvstore"].seconds == pytest.approx(0.4e-3)
+    assert costs["arch4-imgdnn"].seconds == pytest.approx(820e-6)
+    assert "arch8 (wimpy cores)" in costs["arch4-imgdnn"].source
+    assert "arch1-imgdnn" not in costs
+    assert "0.82 ms a request" in costs["arch4-imgdnn"].describe()
+
+
+def test_a_measured_cpu_a_request_sets_a_runs_work_however_its_capacity_was_estimated(
+        ) -> None:
+    """oltp on the PIM cores: a capacity held down by the one writer made the estimate
+    price 16 workers half busy; the measured figure prices the requests themselves."""
+    from pimcloud.runs.plan import guest_work_estimate
+
+    study = load_study("characterisation-gem5")
+    cell = study.cell("arch9", "oltp")
+    spec = parse_spec(study.cell_spec(cell), "<cell>")
+    run = spec.runs()[0]
+    length = spec.length.warmup_s + spec.length.measured_s
+    estimated = guest_work_estimate(run, length)
+    assert estimated == pytest.approx(cell.sample_rps / (cell.sample_rps / study.utilisation)
+                                      * cell.cores * length)
+    measured = guest_work_estimate(run, length, {"oltp": 1e-3})
+    assert measured == pytest.approx(cell.sample_rps * length * 1e-3)
+    assert measured < estimated / 5
+    assert guest_work_estimate(run, length, {"search": 1e-3}) == pytest.approx(estimated)

@@ -1,0 +1,116 @@
+"""What a study cell's requests cost the guest's CPU, for `study plan` to price the cell.
+
+gem5's cost follows the guest's work (runs/README.md, "Priced by the guest's work"), and a
+cell's work is its requests times the services' CPU a request. Before a cell runs, the
+study knows only its estimates of service time, which set the sampled load; they can be
+far off (oltp's PIM cells: a capacity held down by SQLite's one writer priced 16 workers
+half busy, about five times the work they did). Once some cell of the same service has
+run, its measured CPU a request (the harness's ``measured_cpu_ns`` over its measured
+requests) is the better figure, taken in this order:
+
+1. a run of this study on the same preset (any placement: FT's figure prices CC and IL);
+2. the bundle's reference results on the same preset (analysis/reference/table_iii.csv:
+   the time on a worker, the harness's overhead and the generator's CPU a request);
+3. either of those on the other presets of the same core type (their mean).
+
+A cell with none keeps the estimate's pricing.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.reference import REFERENCE_DIR
+from .maxload import summary_of
+from .study import Cell, StudyDir, StudySpec
+
+REFERENCE_TABLE = REFERENCE_DIR / "table_iii.csv"
+# table_iii.csv's columns that add up to a request's CPU in the guest (us).
+REFERENCE_PARTS = ("mean_occupied_us", "overhead_us", "generator_us")
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    seconds: float  # the services' CPU in the guest a request
+    source: str  # where the figure comes from, for the plan's line
+
+    def describe(self) -> str:
+        return f"{self.seconds * 1e3:.3g} ms a request, {self.source}"
+
+
+def measured_in_study(study: StudySpec, root: Path) -> dict[tuple[str, str], list[float]]:
+    """(preset, service) -> CPU a measured request of each of its cells' runs so far."""
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    folder = StudyDir(root)
+    for cell in study.cells():
+        runs = folder.cell_dir(cell) / "runs"
+        if not runs.is_dir():
+            continue
+        for run_dir in sorted(path for path in runs.iterdir() if path.is_dir()):
+            summary = summary_of(run_dir, cell.service)
+            try:
+                cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if requests > 0 and cpu > 0:
+                found[(cell.preset, cell.service)].append(cpu / requests / 1e9)
+    return found
+
+
+def measured_in_reference(path: Path = REFERENCE_TABLE) -> dict[tuple[str, str], float]:
+    """(preset, service) -> CPU a request in the reference's Table III (empty when the
+    bundle ships none)."""
+    if not path.is_file():
+        return {}
+    found = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            parts = [_number(row.get(name)) for name in REFERENCE_PARTS]
+            if math.isnan(parts[0]) or parts[0] <= 0:
+                continue
+            found[(row["arch"], row["app"])] = sum(p for p in parts if not math.isnan(p)) / 1e6
+    return found
+
+
+def _number(text: str | None) -> float:
+    try:
+        return float(text) if text else math.nan
+    except ValueError:
+        return math.nan
+
+
+def request_costs(study: StudySpec, root: Path, reference: Path = REFERENCE_TABLE
+                  ) -> dict[str, RequestCost]:
+    """Cell name -> its measured CPU a request, for every cell that has one (the order in
+    the module's docstring)."""
+    own = {key: sum(values) / len(values)
+           for key, values in measured_in_study(study, root).items()}
+    theirs = measured_in_reference(reference)
+    core_type = {cell.preset: cell.core_type for cell in study.cells()}
+    costs = {}
+    for cell in study.cells():
+        cost = _cost_of(cell, own, theirs, core_type)
+        if cost is not None:
+            costs[cell.name] = cost
+    return costs
+
+
+def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
+             theirs: dict[tuple[str, str], float], core_type: dict[str, str]
+             ) -> RequestCost | None:
+    key = (cell.preset, cell.service)
+    if key in own:
+        return RequestCost(own[key], f"measured on {cell.preset} (this study)")
+    if key in theirs:
+        return RequestCost(theirs[key], f"measured on {cell.preset} (reference)")
+    alike = {preset: seconds for source in (theirs, own)
+             for (preset, service), seconds in source.items()
+             if service == cell.service and core_type.get(preset) == cell.core_type}
+    if not alike:
+        return None
+    return RequestCost(sum(alike.values()) / len(alike),
+                       f"measured on {', '.join(sorted(alike))} ({cell.core_type} cores)")
