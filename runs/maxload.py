@@ -101,16 +101,22 @@ def early_stop_of(run_dir: Path, app: str) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+def summary_path_of(run_dir: Path, app: str) -> Path | None:
+    """Where the harness's summary.json of ``app`` is in a run folder (None if nowhere)."""
+    return next((path for path in sorted(run_dir.rglob("summary.json"))
+                 if path.parent.name == app), None)
+
+
 def summary_of(run_dir: Path, app: str) -> dict[str, Any]:
     """The harness's summary.json of ``app`` in a run folder ({} if none or unreadable)."""
-    for path in sorted(run_dir.rglob("summary.json")):
-        if path.parent.name == app:
-            try:
-                found = json.loads(path.read_text())
-            except (OSError, ValueError):
-                return {}
-            return found if isinstance(found, dict) else {}
-    return {}
+    path = summary_path_of(run_dir, app)
+    if path is None:
+        return {}
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def meets_qos(run_dir: Path, app: str, p99: float, qos_ns: float) -> bool:

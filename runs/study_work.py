@@ -5,8 +5,8 @@ cell's work is its requests times the services' CPU a request. Before a cell run
 study knows only its estimates of service time, which set the sampled load; they can be
 far off (oltp's PIM cells: a capacity held down by SQLite's one writer priced 16 workers
 half busy, about five times the work they did). Once some cell of the same service has
-run, its measured CPU a request (the harness's ``measured_cpu_ns`` over its measured
-requests) is the better figure, taken in this order:
+run, its measured CPU a request (speeds.measured_cpu_ns over its measured requests) is
+the better figure, taken in this order:
 
 1. a run of this study on the same preset (any placement: FT's figure prices CC and IL);
 2. the bundle's reference results on the same preset (analysis/reference/table_iii.csv:
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.reference import REFERENCE_DIR
-from .maxload import summary_of
+from .maxload import summary_of, summary_path_of
+from .speeds import measured_cpu_ns
 from .study import Cell, StudyDir, StudySpec
 
 REFERENCE_TABLE = REFERENCE_DIR / "table_iii.csv"
@@ -51,9 +52,12 @@ def measured_in_study(study: StudySpec, root: Path) -> dict[tuple[str, str], lis
         if not runs.is_dir():
             continue
         for run_dir in sorted(path for path in runs.iterdir() if path.is_dir()):
+            path = summary_path_of(run_dir, cell.service)
+            if path is None:
+                continue
             summary = summary_of(run_dir, cell.service)
             try:
-                cpu, requests = float(summary["measured_cpu_ns"]), int(summary["requests"])
+                cpu, requests = measured_cpu_ns(path, summary), int(summary["requests"])
             except (KeyError, TypeError, ValueError):
                 continue
             if requests > 0 and cpu > 0:

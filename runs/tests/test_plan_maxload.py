@@ -272,6 +272,16 @@ def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
         (tmp_path / "results" / app / "summary.json").write_text(json.dumps(
             {"measured_cpu_ns": cpu_ms * 1e6, "requests": requests, "generated": generated}))
     assert guest_work_seconds(tmp_path) == pytest.approx(0.010 * 4 / 3 + 0.060 * 1.5)
+    # translate's engine is Apertium's pipeline processes, whose CPU the harness's process
+    # clock misses: its workers' time on each request (requests.csv) counts it.
+    (tmp_path / "results" / "translate").mkdir()
+    (tmp_path / "results" / "translate" / "summary.json").write_text(json.dumps(
+        {"measured_cpu_ns": 1e6, "requests": 3, "generated": 6}))
+    (tmp_path / "results" / "translate" / "requests.csv").write_text(
+        "request_id,thread,service_ns,sojourn_ns\n1,0,2000000,2100000\n"
+        "2,1,3000000,3000000\n3,0,4000000,4500000\n")
+    assert guest_work_seconds(tmp_path) == pytest.approx(
+        0.010 * 4 / 3 + 0.060 * 1.5 + 0.009 * 2)
 
 
 def test_table_iii_presets_are_priced_by_guest_work_before_any_run(
