@@ -473,6 +473,11 @@ def placement_normalised(frame: pd.DataFrame, local: pd.DataFrame) -> pd.DataFra
     use_local = baseline.notna() & (baseline > 0)
     frame["normalized_to"] = np.where(use_local, PLACEMENT_BASELINE, "best placement")
     frame["normalized_max_load"] = frame["max_load_rps"] / baseline.where(use_local, best)
+    # One placement over itself says nothing (arch9 oltp's FT before arch8 oltp existed
+    # drew a Fig. 3 of one bar at 1.0): left out until a second bar or arch8 comes.
+    alone = frame.groupby(["arch", "app"])["placement"].transform("size") == 1
+    frame.loc[alone & ~use_local, "normalized_max_load"] = np.nan
+    frame.loc[alone & ~use_local, "normalized_to"] = "nothing yet (one placement, no arch8)"
     return frame
 
 

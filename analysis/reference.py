@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
+from ..runs.layout import REFERENCE_DIR  # its one home, a layer below the analysis
+
 # What the study report copies into the reference (small tidy CSVs).
 REFERENCE_TABLES = ("curves", "table_iii", "table_iii_table2", "points", "qos", "validation",
                     "claims", "spearman", "placement", "placement_table2", "page_types",

@@ -77,17 +77,10 @@ def parse_args() -> argparse.Namespace:
     restore.add_argument("--resume", action="store_true",
                          help="the checkpoint was taken on the detailed cores (a progress "
                               "checkpoint): start on them")
-    restore.add_argument("--progress-dir", default=None,
-                         help="save a progress checkpoint here every --progress-every "
-                              "host seconds (preemptible runs)")
-    restore.add_argument("--progress-every", type=float, default=1800.0,
-                         help="host seconds between progress checkpoints")
     restore.add_argument("--counters-detached", action="store_true",
                          help="with --counters: keep the device (the checkpoint's board, "
                               "the guest's driver) but feed it nothing: no counting, no "
                               "throttle (what counting costs, same run otherwise)")
-    restore.add_argument("--progress-slice", type=float, default=0.001,
-                         help="simulated seconds between checks of the host clock")
     setup = modes.add_parser("setup", help="restore on the boot cores, run a set-up "
                                            "scenario to its checkpoint request, save it")
     setup.add_argument("--checkpoint-dir", required=True, help="the checkpoint to restore")
@@ -95,6 +88,17 @@ def parse_args() -> argparse.Namespace:
     setup.add_argument("--save-dir", required=True, help="where the app checkpoint goes")
     setup.add_argument("--max-seconds", type=float, default=None,
                        help="stop after this much simulated time")
+    # A set-up can outlast a session (translate's 4 x 11 Apertium processes on arch1's
+    # atomic cores: over an hour of host CPU): it saves progress as a run does, and a
+    # killed one restarts from its latest progress checkpoint (``--checkpoint-dir``).
+    for mode in (restore, setup):
+        mode.add_argument("--progress-dir", default=None,
+                          help="save a progress checkpoint here every --progress-every "
+                               "host seconds (preemptible runs and set-ups)")
+        mode.add_argument("--progress-every", type=float, default=1800.0,
+                          help="host seconds between progress checkpoints")
+        mode.add_argument("--progress-slice", type=float, default=0.001,
+                          help="simulated seconds between checks of the host clock")
     modes.add_parser("check", help="build and instantiate the restore board (boot and "
                                    "detailed cores), exit: a topology makes a valid system")
     return parser.parse_args()
@@ -175,6 +179,12 @@ class Progress:
         tick = m5.curTick()
         m5.stats.dump()
         segment = os.path.join(self.folder, "segments", f".partial-{tick}")
+        final = os.path.join(self.folder, "segments", str(tick))
+        partial = os.path.join(self.folder, f".partial-ckpt-{tick}")
+        # An attempt killed at this very tick (a resumed run reaches the same ticks) may
+        # have left any of these half-written: this attempt writes them again.
+        for stale in (segment, final, partial):
+            shutil.rmtree(stale, ignore_errors=True)
         os.makedirs(segment, exist_ok=True)
         # Only what this attempt wrote since its previous progress checkpoint.
         for name in ("stats.txt", "board.pc.com_1.device"):
@@ -189,8 +199,7 @@ class Progress:
             json.dump({"from_tick": self.started_tick, "to_tick": tick,
                        "host_seconds": round(time.time() - self.last, 1),
                        "cpu_seconds": round(time.process_time() - self.last_cpu, 1)}, info)
-        os.replace(segment, os.path.join(self.folder, "segments", str(tick)))
-        partial = os.path.join(self.folder, f".partial-ckpt-{tick}")
+        os.replace(segment, final)
         m5.checkpoint(partial)
         with open(os.path.join(partial, SWITCHES_FILE), "w") as count:
             count.write(f"{switches}\n")

@@ -32,6 +32,7 @@ from pimcloud.supervise import supervise
 
 from .checkpoints import LAST_USED, CheckpointKey, Checkpoints, log_tail, why_stopped
 from .guest_scenario import write_setup
+from .progress import RunProgress
 from .spec import Run
 
 # Simulated seconds a set-up may take before it counts as hung (kvstore's fill of a
@@ -82,6 +83,10 @@ class AppCheckpoints:
         setup_sha = folder_digest(setup)
         key = hashlib.sha256(f"{boot_key.key}:{setup_sha}".encode()).hexdigest()[:16]
         return self.root / f"{boot_key.folder_name}-{app_set_name(run)}-{key}", setup_sha
+
+    def progress_folder(self, folder: Path) -> Path:
+        """Where a set-up of ``folder`` keeps its progress checkpoints across attempts."""
+        return self.root / f".progress-{folder.name}"
 
     def has(self, run: Run) -> bool:
         """Whether the store holds ``run``'s app checkpoint (and its boot checkpoint)."""
@@ -135,17 +140,35 @@ class AppCheckpoints:
         shutil.move(str(staging / "setup"), building / "setup")
         (building / "setup.tar").write_bytes(load_scenario(building / "setup").payload)
         boot_s = float(boot_meta.get("simulated_seconds") or 0.0)
+        start, progress_args, earlier_cpu = self.boots.folder(boot_key) / "ckpt", [], 0.0
+        every = run.spec.gem5.progress_every_s
+        progress = RunProgress(self.progress_folder(folder)) if every else None
+        if progress is not None:
+            progress.drop_orphans()
+            resumed = progress.latest()
+            if resumed is not None:
+                start = resumed[0]
+                earlier_cpu = sum(info.get("cpu_seconds", info["host_seconds"])
+                                  for info in progress.segments(resumed[1]))
+                log(f"app checkpoint: resuming the set-up from its progress checkpoint at "
+                    f"tick {resumed[1]} ({earlier_cpu:.0f} CPU s kept)")
+            progress_args = ["--progress-dir", str(progress.folder),
+                             "--progress-every", f"{every:g}"]
         command = self.boots.inputs(run.topology).command(
             building / "m5out", "setup",
-            "--checkpoint-dir", str(self.boots.folder(boot_key) / "ckpt"),
+            "--checkpoint-dir", str(start),
             "--scenario", str(building / "setup.tar"), "--save-dir", str(building / "ckpt"),
-            "--max-seconds", f"{boot_s + SETUP_LIMIT_S:.6f}")
+            "--max-seconds", f"{boot_s + SETUP_LIMIT_S:.6f}", *progress_args)
         limits = run.spec.limits
         done = supervise(command, log=building / "setup.log", host_time_s=limits.host_time_s,
                          memory_bytes=limits.memory_bytes)
         text = (building / "setup.log").read_text(errors="replace")
         if done.returncode != 0 or not (building / "ckpt" / "m5.cpt").is_file():
             why = why_stopped(done)
+            # Killed, preempted or out of host time: the next attempt resumes; a set-up that
+            # failed on its own would fail again from there.
+            if progress is not None and not (done.stopped_for or (done.returncode or 0) < 0):
+                progress.clear()
             failed = self.root / f"failed-{folder.name}-{int(time.time())}"
             building.rename(failed)
             said = [line for line in console_text(failed / "m5out").splitlines()
@@ -154,6 +177,8 @@ class AppCheckpoints:
                 f"app checkpoint of {app_set_name(run)} failed ({why}); log: "
                 f"{failed}/setup.log:\n{log_tail(failed / 'setup.log', 15)}"
                 + ("\nthe guest said:\n" + "\n".join(said[-10:]) if said else ""))
+        if progress is not None:
+            progress.clear()
         tick = last_tick(text) or 0
         meta = {"topology": run.topology, "apps": [app.name for app in run.apps],
                 "threads": [app.threads or run.scenario.threads for app in run.apps],
@@ -162,7 +187,8 @@ class AppCheckpoints:
                 "simulated_seconds": tick / 1e12,
                 "setup_simulated_seconds": tick / 1e12 - boot_s,
                 "host_seconds": round(done.host_seconds, 1),
-                "cpu_seconds": round(done.cpu_seconds, 1),
+                # with the set-up's earlier attempts' work up to their last progress
+                "cpu_seconds": round(done.cpu_seconds + earlier_cpu, 1),
                 "peak_rss_bytes": done.peak_rss_bytes, "command": command,
                 "unimplemented": unimplemented_instructions(text),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -170,7 +196,7 @@ class AppCheckpoints:
         (building / LAST_USED).touch()
         building.rename(folder)
         record_speed("gem5", "setup", run.topology, meta["setup_simulated_seconds"],
-                     done.cpu_seconds or done.host_seconds)
+                     meta["cpu_seconds"] or done.host_seconds)
         log(f"app checkpoint: {folder} in {done.host_seconds:.0f} s host time "
             f"({meta['setup_simulated_seconds']:.3f} s simulated set-up)")
         if meta["unimplemented"]:

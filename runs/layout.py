@@ -37,6 +37,9 @@ RUN_RECORD = "run.json"
 FAILURE_RECORD = "failure.json"
 CAMPAIGN_RECORD = "campaign.json"
 DEFAULT_OUT = REPO_ROOT / "runs" / "out"
+# The bundle's reference results (`study report --reference` writes them; the analysis
+# reads them, and `study plan` prices cells by their measured CPU a request).
+REFERENCE_DIR = REPO_ROOT / "analysis" / "reference"
 
 
 def default_checkpoint_root() -> Path:

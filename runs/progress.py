@@ -42,6 +42,8 @@ class RunProgress:
         """Remove segments past the latest checkpoint: an attempt killed between writing
         its segment and its checkpoint left them, and the resumed run does that part again."""
         latest = self.latest()
+        for path in self.folder.glob(".partial-*"):  # a checkpoint it had begun to write
+            shutil.rmtree(path, ignore_errors=True)
         for path in self.folder.glob("segments/*"):
             if not path.name.isdigit() or latest is None or int(path.name) > latest[1]:
                 shutil.rmtree(path, ignore_errors=True)

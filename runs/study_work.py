@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.reference import REFERENCE_DIR
+from .layout import REFERENCE_DIR
 from .maxload import summary_of, summary_path_of
 from .speeds import measured_cpu_ns
 from .study import Cell, StudyDir, StudySpec

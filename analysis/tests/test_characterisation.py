@@ -588,3 +588,26 @@ def test_fig3_memory_draws_only_the_presets_of_placement_cells() -> None:
     drawn = _spanning(rows)
     assert set(drawn["arch"]) == {"arch9"}  # arch1's first touch is Table III's, not Fig. 3's
     assert drawn.set_index(["policy", "memory"]).loc[("ft", "stack0"), "queue_ns"] == 60.0
+
+
+def test_a_lone_placement_is_not_normalised_to_itself() -> None:
+    """Fig. 3 without arch8's baseline normalises to the best static placement: a service
+    with only one placement would be a bar of 1.0 over itself, so it gets none."""
+    import numpy as np
+    import pandas as pd
+    from pimcloud.analysis.characterisation import placement_normalised
+
+    frame = pd.DataFrame([
+        {"arch": "arch9", "app": "oltp", "placement": "ft", "dynamic": "none",
+         "max_load_rps": 750.0},
+        {"arch": "arch9", "app": "search", "placement": "ft", "dynamic": "none",
+         "max_load_rps": 900.0},
+        {"arch": "arch9", "app": "search", "placement": "il", "dynamic": "none",
+         "max_load_rps": 1000.0},
+        {"arch": "arch9", "app": "kvstore", "placement": "ft", "dynamic": "none",
+         "max_load_rps": 50.0}])
+    local = pd.DataFrame([{"arch": "arch8", "app": "kvstore", "max_load_rps": 100.0}])
+    out = placement_normalised(frame, local).set_index(["app", "placement"])
+    assert np.isnan(out.loc[("oltp", "ft"), "normalized_max_load"])
+    assert out.loc[("search", "ft"), "normalized_max_load"] == 0.9  # over the best, IL
+    assert out.loc[("kvstore", "ft"), "normalized_max_load"] == 0.5  # over arch8's

@@ -232,6 +232,16 @@ def main(argv: list) -> int:
         if "m5 checkpoint" not in script:
             print("fake gem5: the set-up scenario never asks for a checkpoint", file=sys.stderr)
             return 3
+        with (state / "setups-from").open("a") as starts:
+            starts.write(str(checkpoint) + "\n")
+        # $FAKE_GEM5_SETUP_DIE: a set-up with progress checkpoints saves one half-way and
+        # is killed there, once (a session's end); the next attempt names it.
+        folder = Path(option(argv, "--progress-dir")) if "--progress-dir" in argv else None
+        if (folder is not None and os.environ.get("FAKE_GEM5_SETUP_DIE")
+                and not list(folder.glob("ckpt-*"))):
+            save_progress(folder, outdir, 1220000000000, 970000000000, {"setup": "half"}, {},
+                          7.0)
+            os.kill(os.getpid(), signal.SIGKILL)
         tick = 1470000000000
         (save / "m5.cpt").write_text(f"[root]\ncurTick={tick}\n")
         with (state / "setups").open("a") as setups:

@@ -81,3 +81,24 @@ def test_segments_an_attempt_wrote_after_its_last_checkpoint_are_dropped(tmp_pat
     assert [info["to_tick"] for info in used] == [100]
     assert (m5out / "stats.txt").read_text() == "dump to 100\ndump after 100\n"
     assert not (tmp_path / "segments" / "200").exists()
+
+
+def test_a_set_up_killed_after_a_progress_checkpoint_resumes_there(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app checkpoint's set-up can outlast a session (translate's on arch1): killed, the
+    next attempt restores its latest progress checkpoint, not the boot checkpoint."""
+    monkeypatch.setenv("FAKE_GEM5_SETUP_DIE", "1")
+    campaign = prepare_campaign(write_spec("setup", retries=2, extra=PREEMPTIBLE),
+                                tmp_path / "out")
+    assert execute(campaign, "local", jobs=1, live=False) == 0
+    starts = (fake_gem5 / "setups-from").read_text().split()
+    assert len(starts) == 2
+    assert starts[0].endswith("/ckpt") and "/.progress-" in starts[1]
+    assert starts[1].rsplit("/", 1)[-1] == "ckpt-1220000000000"
+    made = [json.loads(path.read_text()) for path in
+            (Path(campaign.record["checkpoint_root"]) / "apps").glob("*/meta.json")]
+    assert len(made) == 1 and made[0]["tick"] == 1470000000000
+    # The killed attempt's kept work counts in the set-up's CPU time; its progress is spent.
+    assert made[0]["cpu_seconds"] >= 7.0
+    assert not list((Path(campaign.record["checkpoint_root"]) / "apps").glob(".progress-*"))
