@@ -19,13 +19,14 @@ A cell with none keeps the estimate's pricing.
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from .layout import REFERENCE_DIR
-from .maxload import summary_of, summary_path_of
+from .maxload import summary_path_of
 from .speeds import measured_cpu_ns
 from .study import Cell, StudyDir, StudySpec
 
@@ -55,10 +56,10 @@ def measured_in_study(study: StudySpec, root: Path) -> dict[tuple[str, str], lis
             path = summary_path_of(run_dir, cell.service)
             if path is None:
                 continue
-            summary = summary_of(run_dir, cell.service)
             try:
+                summary = json.loads(path.read_text())
                 cpu, requests = measured_cpu_ns(path, summary), int(summary["requests"])
-            except (KeyError, TypeError, ValueError):
+            except (OSError, KeyError, TypeError, ValueError):
                 continue
             if requests > 0 and cpu > 0:
                 found[(cell.preset, cell.service)].append(cpu / requests / 1e9)
