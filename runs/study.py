@@ -89,6 +89,10 @@ class StudyService:
     # core type -> estimated time a request holds the service's one serial section (oltp's
     # SQLite writer): that section, not the cores, may bound the capacity. Empty: none.
     serial_s: dict[str, float] = field(default_factory=dict)
+    # Guest instructions one worker's start-up costs before the app checkpoint, beyond
+    # what every set-up pays (translate: an Apertium pipeline a worker, ~0.94 G natively;
+    # workloads/bench/bench_startup.py): the set-up's host time follows them.
+    setup_instructions: float = 0.0
 
     def capacity_rps(self, clusters: Any) -> float:
         """The estimated capacity on a preset's core clusters: every core serving, or the
@@ -148,6 +152,9 @@ class StudySpec:
     # so that a restored run's start is cache-cold only (its pages, heap arenas and engine
     # handles were made on the atomic cores).
     prewarm_requests: int = 0
+    # Cell name -> the seed of its arrivals and requests, where not 1: a cell whose run
+    # with seed 1 gem5 cannot finish (a simulator fault, documented beside the entry).
+    seeds: dict[str, int] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         """Every cell, presets in the spec's order (the first ones are done first)."""
@@ -221,7 +228,8 @@ class StudySpec:
                        "backend": self.backend},
             "apps": {cell.service: app},
             "scenario": {"apps": [cell.service], "manager": "none",
-                         "placement": cell.placement, "seed": 1, "threads": cell.cores},
+                         "placement": cell.placement, "seed": self.seeds.get(cell.name, 1),
+                         "threads": cell.cores},
             "axes": {"apps": [[cell.service]], "rps": [cell.sample_rps]},
             "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
         }
@@ -362,11 +370,21 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
             raise top.error("validate", text, 'name cells as "<preset>/<service>" from '
                             "presets and services")
         validate.append((preset, service))
+    seeds = top.table("seeds", {})
+    seed_of = {name: seeds.integer(name, 1, minimum=1) for name in seeds.data}
+    seeds.finish()
     top.finish()
-    return StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
-                     presets, services, utilisation,
-                     requests, warmup_requests, tuple(validate), cell_tables,
-                     tuple(placements), tuple(dynamic), dynamic_warmup, prewarm_requests)
+    study = StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
+                      presets, services, utilisation,
+                      requests, warmup_requests, tuple(validate), cell_tables,
+                      tuple(placements), tuple(dynamic), dynamic_warmup, prewarm_requests,
+                      seed_of)
+    cell_names = {cell.name for cell in study.cells()} if seed_of else set()
+    for cell_name in seed_of:
+        if cell_name not in cell_names:
+            raise seeds.error(cell_name, seed_of[cell_name], "not a cell of this study; name "
+                              "one as <preset>-<service>[-<placement>], e.g. arch8-oltp")
+    return study
 
 
 def _parse_services(table: _Table) -> dict[str, StudyService]:
@@ -406,9 +424,10 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
         prewarm = t.raw("prewarm_requests")
         if prewarm is not None:
             prewarm = t.integer("prewarm_requests", 0)
+        setup_instructions = t.number("setup_instructions", 0.0)
         t.finish()
         services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      requests, prewarm, serial_s)
+                                      requests, prewarm, serial_s, setup_instructions or 0.0)
     return services
 
 

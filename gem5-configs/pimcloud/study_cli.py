@@ -104,15 +104,17 @@ def _cell_done(folder: Path) -> bool:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from .runs.layout import default_checkpoint_root
     from .runs.plan import make_plan, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
     from .runs.status import format_seconds
-    from .runs.study_work import request_costs
+    from .runs.study_work import request_costs, setup_instruction_rate, startup_seconds
 
     study = load_study(args.spec)
     chosen = _selected(study, args.only, args.services, args.cells)
     root = (args.out or DEFAULT_OUT / study.name).resolve()
     costs = request_costs(study, root)
+    rate, rate_source = setup_instruction_rate(default_checkpoint_root())
     boots: dict[str, float] = {}
     setups: list[float] = []
     runs: list[float] = []
@@ -137,12 +139,16 @@ def _plan(args: argparse.Namespace) -> int:
         for topology, seconds in plan.boots.items():
             boots[topology] = seconds
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
+        startup = startup_seconds(cell, study, rate) if plan.setups else 0.0
+        cell_setup += startup
         setups.append(cell_setup)
         runs.extend(plan.per_run.values())
         cells.append(cell_setup + sum(plan.per_run.values()))
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
-                     f"app checkpoint {format_seconds(cell_setup)}, run "
+                     f"app checkpoint {format_seconds(cell_setup)}"
+                     + (f" ({format_seconds(startup / cell.cores)} a worker's start-up)"
+                        if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
                      f"{cost.describe() if cost else 'the study estimate of service time'})")
     total = sum(boots.values()) + sum(setups) + sum(runs)
@@ -151,6 +157,9 @@ def _plan(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     for topology, seconds in boots.items():
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
+    if any(service.setup_instructions for service in study.services.values()):
+        print(f"  a worker's start-up at {rate:,.0f} guest instructions a host CPU second "
+              f"({rate_source})")
     lanes = args.jobs or len(os.sched_getaffinity(0))  # as `study run` makes them
     print(f"total host time {format_seconds(total)}; with {lanes} cell(s) at a time at least "
           f"{format_seconds(study_wall_s(list(boots.values()), cells, lanes))} of wall time "
