@@ -189,6 +189,7 @@ class AppCheckpoints:
                 "host_seconds": round(done.host_seconds, 1),
                 # with the set-up's earlier attempts' work up to their last progress
                 "cpu_seconds": round(done.cpu_seconds + earlier_cpu, 1),
+                "resumed_cpu_seconds": round(earlier_cpu, 1),  # of the earlier attempts
                 "peak_rss_bytes": done.peak_rss_bytes, "command": command,
                 "unimplemented": unimplemented_instructions(text),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

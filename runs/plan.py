@@ -17,8 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pimcloud.workloads.services import SERVICES
+
+from .layout import default_checkpoint_root
 from .spec import CampaignSpec, Run
-from .speeds import Speed, speed_of
+from .speeds import Speed, setup_instruction_rate, speed_of
 from .status import format_seconds
 
 BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
@@ -108,6 +111,10 @@ class Plan:
     jobs: int
     setups: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     # app set -> (its apps, runs using it, estimated host seconds) (gem5, to be made)
+    # app set -> the part of its seconds that is its workers' start-up (startup_seconds)
+    startups: dict[str, float] = field(default_factory=dict)
+    # guest instructions a host CPU second that prices those, and where it comes from
+    startup_rate: tuple[float, str] | None = None
     # Host cores the jobs share (the local executor), 0 when each job has its own (Slurm):
     # the speeds are CPU time, so more jobs than cores stretch the wall time.
     cores: int = 0
@@ -143,6 +150,8 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     per_run: dict[str, float] = {}
     speeds: dict[str, Speed] = {}
     setups: dict[str, tuple[str, int, float]] = {}
+    startups: dict[str, float] = {}
+    rate: tuple[float, str] | None = None
     for run in runs:
         speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length,
                                                               per_request_s)
@@ -156,6 +165,11 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
                 setup = speed_of("gem5", "setup", run.topology)
                 speeds[f"gem5/setup/{Path(run.topology).stem}"] = setup
                 seconds = setup.host_seconds(SETUP_SIMULATED_S)
+                if any(SERVICES[app.name].startup_instructions for app in run.apps):
+                    rate = rate or setup_instruction_rate(
+                        default_checkpoint_root(), spec.gem5.binary or os.environ.get("GEM5"))
+                    startups[key] = startup_seconds(run, rate[0])
+                    seconds += startups[key]
             setups[key] = (apps, count + 1, seconds)
     boots: dict[str, float] = {}
     if backend == "gem5":
@@ -166,7 +180,18 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             speeds[f"gem5/boot/{Path(topology).stem}"] = speed
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
     cores = 0 if spec.executor.kind == "slurm" else len(os.sched_getaffinity(0))
-    return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores)
+    return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores=cores,
+                startups=startups, startup_rate=rate)
+
+
+def startup_seconds(run: Run, instructions_per_s: float) -> float:
+    """Host CPU seconds the workers of a run's services add to its set-up: each worker's
+    start-up instructions (the service registry's, measured natively) at the atomic
+    cores' rate."""
+    workers = {app.name: int(app.threads or run.scenario.threads) for app in run.apps}
+    return float(sum(count * SERVICES[name].startup_instructions
+                     for name, count in workers.items()
+                     if name in SERVICES)) / instructions_per_s
 
 
 def stored_checkpoints(spec: CampaignSpec, log: Callable[[str], None] = print
@@ -230,8 +255,14 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)} "
                      "(once, shared by every run)")
     for key, (apps, count, seconds) in plan.setups.items():
+        startup = (f", {format_seconds(plan.startups[key])} of it its workers' start-up"
+                   if key in plan.startups else "")
         lines.append(f"app checkpoint of {apps} on {key.split(':')[0]}: "
-                     f"{format_seconds(seconds)} (once, shared by its {count} run(s))")
+                     f"{format_seconds(seconds)} (once, shared by its {count} "
+                     f"run(s){startup})")
+    if plan.startup_rate:
+        lines.append(f"start-up at {plan.startup_rate[0]:,.0f} guest instructions a host CPU "
+                     f"second ({plan.startup_rate[1]})")
     shared = (f" on {plan.cores} host core(s)" if plan.cores and plan.jobs > plan.cores
               else "")
     lines.append(f"total host time {format_seconds(plan.total_s)}; with {plan.jobs} "

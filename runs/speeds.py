@@ -273,3 +273,49 @@ def _time_on_workers_ns(table: Path) -> float:
             return float(sum(int(row["service_ns"]) for row in csv.DictReader(handle)))
     except (OSError, KeyError, ValueError, TypeError):
         return 0.0
+
+
+# Guest instructions gem5.opt's atomic cores run a host CPU second in a set-up, where the
+# store has none made with the plan's gem5: translate's own on arch1 ran 389,000 in its
+# first two segments; eight others here (kvstore, oltp, imgdnn on arch1, 4, 5, 8 and 9)
+# 380,000-478,000, median 418,000. gem5.fast: 583,000 (one, on mini).
+SETUP_INSTRUCTIONS_PER_CPU_S = 390e3
+
+
+def setup_instruction_rate(checkpoint_root: Path, gem5: str | None = None
+                           ) -> tuple[float, str]:
+    """Guest instructions a host CPU second on a set-up's atomic cores and where the figure
+    comes from: the median over the store's app checkpoints made by a gem5 of the same
+    name as ``gem5`` (gem5.opt, gem5.fast; any when None), each its gem5's ``simInsts``
+    over the CPU seconds of the process that counted them; else the default."""
+    wanted = Path(gem5).name if gem5 else None
+    rates = []
+    for meta_path in sorted((checkpoint_root / "apps").glob("*/meta.json")):
+        try:
+            meta = json.loads(meta_path.read_text())
+            if wanted and Path(meta["command"][0]).name != wanted:
+                continue
+            # A resumed set-up's CPU seconds include its earlier attempts; its stats only
+            # the last one's instructions.
+            cpu_s = float(meta["cpu_seconds"]) - float(meta.get("resumed_cpu_seconds", 0.0))
+            instructions = first_stat(meta_path.parent / "m5out" / "stats.txt", "simInsts")
+        except (OSError, ValueError, TypeError, KeyError, IndexError):
+            continue  # a set-up from before its CPU time was recorded, or without stats
+        if cpu_s > 0 and instructions > 0:
+            rates.append(instructions / cpu_s)
+    if not rates:
+        return SETUP_INSTRUCTIONS_PER_CPU_S, "gem5.opt on the reference host"
+    rates.sort()
+    middle = len(rates) // 2
+    median = rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
+    return median, f"measured over {len(rates)} set-up(s) here"
+
+
+def first_stat(stats: Path, name: str) -> float:
+    """Stat ``name``'s value in the first dump of a gem5 stats.txt."""
+    with stats.open() as lines:
+        for line in lines:
+            fields = line.split()
+            if fields and fields[0] == name:
+                return float(fields[1])
+    raise ValueError(f"{stats}: no {name}")

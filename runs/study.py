@@ -89,10 +89,6 @@ class StudyService:
     # core type -> estimated time a request holds the service's one serial section (oltp's
     # SQLite writer): that section, not the cores, may bound the capacity. Empty: none.
     serial_s: dict[str, float] = field(default_factory=dict)
-    # Guest instructions one worker's start-up costs before the app checkpoint, beyond
-    # what every set-up pays (translate: an Apertium pipeline a worker, ~0.94 G natively;
-    # workloads/bench/bench_startup.py): the set-up's host time follows them.
-    setup_instructions: float = 0.0
 
     def capacity_rps(self, clusters: Any) -> float:
         """The estimated capacity on a preset's core clusters: every core serving, or the
@@ -424,10 +420,9 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
         prewarm = t.raw("prewarm_requests")
         if prewarm is not None:
             prewarm = t.integer("prewarm_requests", 0)
-        setup_instructions = t.number("setup_instructions", 0.0)
         t.finish()
         services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      requests, prewarm, serial_s, setup_instructions or 0.0)
+                                      requests, prewarm, serial_s)
     return services
 
 

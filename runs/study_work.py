@@ -14,12 +14,6 @@ the better figure, taken in this order:
 3. either of those on the other presets of the same core type (their mean).
 
 A cell with none keeps the estimate's pricing.
-
-A cell's app checkpoint is priced the same way, by work: the set-up every app set pays
-(runs/speeds.toml's ``setup`` line) plus its workers' start-up, the study's
-``setup_instructions`` a worker over the instructions gem5's atomic cores run a host CPU
-second (``setup_instruction_rate``). translate starts an Apertium pipeline a worker:
-about an hour of host CPU each here, which the fixed line priced at minutes.
 """
 
 from __future__ import annotations
@@ -39,10 +33,6 @@ from .study import Cell, StudyDir, StudySpec
 REFERENCE_TABLE = REFERENCE_DIR / "table_iii.csv"
 # table_iii.csv's columns that add up to a request's CPU in the guest (us).
 REFERENCE_PARTS = ("mean_occupied_us", "overhead_us", "generator_us")
-# Guest instructions gem5.opt's atomic cores run a host CPU second during a set-up, where
-# the store has no app checkpoint to measure: nine set-ups here (kvstore, oltp, imgdnn on
-# arch1, 4, 5, 8 and 9) ran 380,000-407,000, translate's 388,000.
-SETUP_INSTRUCTIONS_PER_CPU_S = 390e3
 
 
 @dataclass(frozen=True)
@@ -130,40 +120,3 @@ def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
     return RequestCost(sum(alike.values()) / len(alike),
                        f"measured on {', '.join(sorted(alike))} ({cell.core_type} cores)")
 
-
-def setup_instruction_rate(checkpoint_root: Path) -> tuple[float, str]:
-    """Guest instructions a host CPU second on the atomic cores of a set-up, and where the
-    figure comes from: the median over the store's app checkpoints (gem5's simInsts over
-    the set-up's CPU seconds), else ``SETUP_INSTRUCTIONS_PER_CPU_S``."""
-    rates = []
-    for meta_path in sorted((checkpoint_root / "apps").glob("*/meta.json")):
-        stats = meta_path.parent / "m5out" / "stats.txt"
-        try:
-            cpu_s = float(json.loads(meta_path.read_text()).get("cpu_seconds") or 0)
-            insts = _first_stat(stats, "simInsts")
-        except (OSError, ValueError, AttributeError):
-            continue  # a set-up from before its CPU time was recorded, or no stats
-        if cpu_s > 0 and insts > 0:
-            rates.append(insts / cpu_s)
-    if not rates:
-        return SETUP_INSTRUCTIONS_PER_CPU_S, "the reference host's rate"
-    rates.sort()
-    middle = len(rates) // 2
-    median = rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
-    return median, f"measured over {len(rates)} set-ups here"
-
-
-def _first_stat(stats: Path, name: str) -> float:
-    """The first value of stat ``name`` in a gem5 stats.txt (its first dump)."""
-    with stats.open() as lines:
-        for line in lines:
-            fields = line.split()
-            if fields and fields[0] == name:
-                return float(fields[1])
-    raise ValueError(f"{stats}: no {name}")
-
-
-def startup_seconds(cell: Cell, study: StudySpec, rate: float) -> float:
-    """Host CPU seconds the cell's workers' start-up adds to its set-up (one worker a
-    core, as every cell runs)."""
-    return cell.cores * study.services[cell.service].setup_instructions / rate

@@ -104,17 +104,16 @@ def _cell_done(folder: Path) -> bool:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .runs.layout import default_checkpoint_root
     from .runs.plan import make_plan, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
     from .runs.status import format_seconds
-    from .runs.study_work import request_costs, setup_instruction_rate, startup_seconds
+    from .runs.study_work import request_costs
 
     study = load_study(args.spec)
     chosen = _selected(study, args.only, args.services, args.cells)
     root = (args.out or DEFAULT_OUT / study.name).resolve()
     costs = request_costs(study, root)
-    rate, rate_source = setup_instruction_rate(default_checkpoint_root())
+    rate: tuple[float, str] | None = None
     boots: dict[str, float] = {}
     setups: list[float] = []
     runs: list[float] = []
@@ -139,8 +138,8 @@ def _plan(args: argparse.Namespace) -> int:
         for topology, seconds in plan.boots.items():
             boots[topology] = seconds
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
-        startup = startup_seconds(cell, study, rate) if plan.setups else 0.0
-        cell_setup += startup
+        startup = sum(plan.startups.values())
+        rate = plan.startup_rate or rate
         setups.append(cell_setup)
         runs.extend(plan.per_run.values())
         cells.append(cell_setup + sum(plan.per_run.values()))
@@ -157,9 +156,9 @@ def _plan(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     for topology, seconds in boots.items():
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
-    if any(service.setup_instructions for service in study.services.values()):
-        print(f"  a worker's start-up at {rate:,.0f} guest instructions a host CPU second "
-              f"({rate_source})")
+    if rate:
+        print(f"  a worker's start-up at {rate[0]:,.0f} guest instructions a host CPU second "
+              f"({rate[1]})")
     lanes = args.jobs or len(os.sched_getaffinity(0))  # as `study run` makes them
     print(f"total host time {format_seconds(total)}; with {lanes} cell(s) at a time at least "
           f"{format_seconds(study_wall_s(list(boots.values()), cells, lanes))} of wall time "

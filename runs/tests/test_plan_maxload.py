@@ -412,3 +412,68 @@ def test_a_good_start_below_a_known_miss_is_run_first(
     assert probes[0].startswith("maxload kvstore: 720 rps"), said
     assert result.first_miss_rps is not None and 680 <= result.max_load_rps <= 800
     assert len(result.probes) <= 4, result.probes
+
+
+def test_a_set_up_is_priced_by_its_workers_start_up_at_the_stores_instruction_rate(
+        tmp_path: Path) -> None:
+    """translate starts a pipeline a worker: its set-up costs the workers' start-up
+    instructions over the rate of the store's set-ups made by the same gem5 (their
+    instructions over the CPU seconds of the attempt that counted them)."""
+    from pimcloud.runs.speeds import SETUP_INSTRUCTIONS_PER_CPU_S, setup_instruction_rate
+
+    assert setup_instruction_rate(tmp_path) == (SETUP_INSTRUCTIONS_PER_CPU_S,
+                                                "gem5.opt on the reference host")
+    for name, insts, meta in (
+            ("a", 400e6, {"cpu_seconds": 1000.0}),
+            ("b", 300e6, {"cpu_seconds": 1000.0}),
+            ("c", 500e6, {"cpu_seconds": 3000.0, "resumed_cpu_seconds": 2000.0}),
+            ("d", 450e6, {"cpu_seconds": 1000.0}),
+            ("fast", 900e6, {"cpu_seconds": 1000.0, "gem5": "/x/gem5.fast"}),
+            ("old", 1e9, {"cpu_seconds": None}),    # before CPU time was recorded
+            ("nostats", None, {"cpu_seconds": 1000.0})):
+        folder = tmp_path / "apps" / name
+        (folder / "m5out").mkdir(parents=True)
+        command = [meta.pop("gem5", "/y/gem5.opt"), "pim_fs.py"]
+        (folder / "meta.json").write_text(json.dumps({**meta, "command": command}))
+        if insts is not None:
+            (folder / "m5out" / "stats.txt").write_text(
+                "\n---------- Begin Simulation Statistics ----------\n"
+                f"simSeconds 0.5 # s\nsimInsts {insts:.0f} # n\nsimInsts 1 # a later dump\n")
+    rate, source = setup_instruction_rate(tmp_path, "/elsewhere/gem5.opt")
+    assert rate == pytest.approx(425e3)  # the median of 300, 400, 450, 500 thousand
+    assert source == "measured over 4 set-up(s) here"
+    assert setup_instruction_rate(tmp_path, "gem5.fast")[0] == pytest.approx(900e3)
+
+
+def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real plan: 16 translate workers' set-up is 4x the start-up of 4, kvstore's has
+    none, and a stored app checkpoint costs nothing."""
+    from pimcloud.runs.plan import Plan, app_set_of, make_plan
+    from pimcloud.runs.spec import CampaignSpec, parse_spec
+    from pimcloud.workloads.services import SERVICES
+
+    monkeypatch.setenv("PIMCLOUD_CHECKPOINTS", str(tmp_path))  # an empty store
+    monkeypatch.delenv("GEM5", raising=False)
+
+    def plan_of(app: str, threads: int) -> tuple[CampaignSpec, Plan]:
+        spec = parse_spec({
+            "name": "p", "system": {"topology": "arch8", "backend": "gem5"},
+            "apps": {app: {"threads": threads}},
+            "scenario": {"apps": [app], "threads": threads},
+            "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": "10ms"}},
+            "<test>")
+        return spec, make_plan(spec, "gem5", 1)
+
+    _, four = plan_of("translate", 4)
+    spec, sixteen = plan_of("translate", 16)
+    per_worker = SERVICES["translate"].startup_instructions / 390e3
+    assert list(four.startups.values()) == [pytest.approx(4 * per_worker)]
+    assert list(sixteen.startups.values()) == [pytest.approx(16 * per_worker)]
+    assert sixteen.startup_rate == (390e3, "gem5.opt on the reference host")
+    ((_, _, seconds),) = sixteen.setups.values()
+    assert seconds > 16 * per_worker
+    _, kvstore = plan_of("kvstore", 16)
+    assert kvstore.startups == {} and kvstore.startup_rate is None
+    stored = make_plan(spec, "gem5", 1, None, {app_set_of(spec.runs()[0])})
+    assert stored.setups == {} and stored.startups == {}

@@ -2,12 +2,12 @@
 
 A gem5 set-up runs a cell's services on the atomic cores up to their app checkpoint, and
 its host time follows the instructions the guest executes there. Most services load their
-data once; translate starts one Apertium pipeline (ten processes, each loading its
+data once; translate starts one Apertium pipeline (11 processes, each loading its
 dictionaries) a worker. The service runs twice under `valgrind --tool=callgrind
 --trace-children=yes`, with one worker and with two, serving two requests; the
 difference is one worker's start-up, in user-space instructions (the guest kernel's page
-faults and reads add to it in gem5). `[service.<name>] setup_instructions` in a study
-spec takes the figure (runs/studies/characterisation-gem5.toml).
+faults and reads add to it in gem5). The service registry's `startup_instructions`
+(workloads/services.py) takes the figure, and the plans price a set-up by it.
 
     .venv/bin/python workloads/bench/bench_startup.py [--only translate ...]
 """
@@ -39,7 +39,7 @@ def instructions(name: str, workers: int, data: Path) -> int:
             ["valgrind", "--tool=callgrind", "-q", "--trace-children=yes",
              f"--callgrind-out-file={folder}/cg.%p", *cmd],
             capture_output=True, text=True)
-        if done.returncode not in (0, 3):
+        if done.returncode not in (0, 3):  # 3: it ran, some answers were wrong (summary)
             raise RuntimeError(f"{name} with {workers} worker(s) failed ({done.returncode}): "
                                f"{done.stderr[-2000:]}")
         return sum(int(m.group(1)) for f in folder.glob("cg.*")
