@@ -111,13 +111,13 @@ class Plan:
     jobs: int
     setups: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     # app set -> (its apps, runs using it, estimated host seconds) (gem5, to be made)
+    # Host cores the jobs share (the local executor), 0 when each job has its own (Slurm):
+    # the speeds are CPU time, so more jobs than cores stretch the wall time.
+    cores: int = 0
     # app set -> the part of its seconds that is its workers' start-up (startup_seconds)
     startups: dict[str, float] = field(default_factory=dict)
     # guest instructions a host CPU second that prices those, and where it comes from
     startup_rate: tuple[float, str] | None = None
-    # Host cores the jobs share (the local executor), 0 when each job has its own (Slurm):
-    # the speeds are CPU time, so more jobs than cores stretch the wall time.
-    cores: int = 0
 
     @property
     def total_s(self) -> float:
