@@ -190,8 +190,7 @@ def startup_seconds(run: Run, instructions_per_s: float) -> float:
     cores' rate."""
     workers = {app.name: int(app.threads or run.scenario.threads) for app in run.apps}
     return float(sum(count * SERVICES[name].startup_instructions
-                     for name, count in workers.items()
-                     if name in SERVICES)) / instructions_per_s
+                     for name, count in workers.items())) / instructions_per_s
 
 
 def stored_checkpoints(spec: CampaignSpec, log: Callable[[str], None] = print

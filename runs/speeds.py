@@ -313,9 +313,10 @@ def setup_instruction_rate(checkpoint_root: Path, gem5: str | None = None
 
 def first_stat(stats: Path, name: str) -> float:
     """Stat ``name``'s value in the first dump of a gem5 stats.txt."""
-    with stats.open() as lines:
-        for line in lines:
-            fields = line.split()
-            if fields and fields[0] == name:
-                return float(fields[1])
-    raise ValueError(f"{stats}: no {name}")
+    from pimcloud.stats_file import read_stats
+
+    frame = read_stats(stats)
+    values = frame.loc[frame["stat"] == name, "value"]
+    if values.empty:
+        raise ValueError(f"{stats}: no {name}")
+    return float(values.iloc[0])

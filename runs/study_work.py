@@ -119,4 +119,3 @@ def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
         return None
     return RequestCost(sum(alike.values()) / len(alike),
                        f"measured on {', '.join(sorted(alike))} ({cell.core_type} cores)")
-

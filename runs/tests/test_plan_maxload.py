@@ -438,7 +438,11 @@ def test_a_set_up_is_priced_by_its_workers_start_up_at_the_stores_instruction_ra
         if insts is not None:
             (folder / "m5out" / "stats.txt").write_text(
                 "\n---------- Begin Simulation Statistics ----------\n"
-                f"simSeconds 0.5 # s\nsimInsts {insts:.0f} # n\nsimInsts 1 # a later dump\n")
+                f"simSeconds 0.5 # s\nsimInsts {insts:.0f} # n\n"
+                "---------- End Simulation Statistics   ----------\n"
+                "---------- Begin Simulation Statistics ----------\n"
+                "simInsts 1 # a later dump\n"
+                "---------- End Simulation Statistics   ----------\n")
     rate, source = setup_instruction_rate(tmp_path, "/elsewhere/gem5.opt")
     assert rate == pytest.approx(425e3)  # the median of 300, 400, 450, 500 thousand
     assert source == "measured over 4 set-up(s) here"
