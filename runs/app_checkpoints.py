@@ -22,6 +22,8 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,50 @@ from .spec import Run
 # Simulated seconds a set-up may take before it counts as hung (kvstore's fill of a
 # large table is the slowest: about a simulated second per 10^5 keys on the atomic cores).
 SETUP_LIMIT_S = 60.0
+
+# A set-up works in ``root/apps/.setup-*/`` and holds a lock on its ``.owner`` file while it
+# does; a process killed outright (SIGKILL, a session's end) leaves the folder behind with
+# a partial checkpoint in it, which the next set-up sweeps away. A folder without an owner
+# file is younger than this only between its creation and its lock.
+STAGING_PREFIX = ".setup-"
+STAGING_OWNER = ".owner"
+UNOWNED_STAGING_S = 3600.0
+
+
+@contextmanager
+def held_staging(root: Path) -> Iterator[Path]:
+    """A new staging folder under ``root``, locked as this process's until it is removed."""
+    staging = Path(tempfile.mkdtemp(dir=root, prefix=STAGING_PREFIX))
+    with (staging / STAGING_OWNER).open("w") as owner:
+        fcntl.flock(owner, fcntl.LOCK_EX)
+        try:
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def sweep_stale_staging(root: Path, log: Any = print) -> list[Path]:
+    """Remove the staging folders under ``root`` that no live set-up holds; the removed."""
+    removed = []
+    for folder in sorted(root.glob(f"{STAGING_PREFIX}*")):
+        try:
+            owner = (folder / STAGING_OWNER).open("r")
+        except FileNotFoundError:
+            try:
+                if time.time() - folder.stat().st_mtime < UNOWNED_STAGING_S:
+                    continue
+            except FileNotFoundError:
+                continue
+        else:
+            with owner:
+                try:
+                    fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a set-up at work
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+        log(f"app checkpoint: removed {folder}, left by a set-up that was killed")
+    return removed
 
 
 def folder_digest(folder: Path) -> str:
@@ -102,8 +148,8 @@ class AppCheckpoints:
         process at a time per set)."""
         boot_key, boot_meta = self.boots.ensure(run.topology, log)
         self.root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".setup-"))
-        try:
+        sweep_stale_staging(self.root, log)
+        with held_staging(self.root) as staging:
             folder, setup_sha = self.folder_of(run, boot_key, staging / "setup")
             found = self._found(folder, boot_key, setup_sha)
             if found:
@@ -116,8 +162,6 @@ class AppCheckpoints:
                 log(f"app checkpoint: loading {app_set_name(run)} on the atomic cores to make "
                     f"{folder} (once for every run of this app set)")
                 return self._make(run, staging, folder, boot_key, boot_meta, setup_sha, log)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
 
     def _found(self, folder: Path, boot_key: CheckpointKey, setup_sha: str
                ) -> AppCheckpoint | None:

@@ -184,6 +184,32 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
                 startups=startups, startup_rate=rate)
 
 
+def over_limit(plan: Plan) -> list[str]:
+    """What the plan expects to outlast the spec's host-time limit (an app checkpoint's
+    set-up or a run), and what then happens: with progress checkpoints each attempt
+    resumes where the last one stopped; without them such a job can never finish."""
+    limit = plan.spec.limits.host_time_s
+    every = plan.spec.gem5.progress_every_s if plan.backend == "gem5" else None
+    jobs = [(f"app checkpoint of {apps} on {key.split(':')[0]}", seconds)
+            for key, (apps, _, seconds) in plan.setups.items()]
+    jobs += list(plan.per_run.items())
+    notes = []
+    for what, seconds in jobs:
+        if seconds <= limit:
+            continue
+        over = (f"{what}: {format_seconds(seconds)} is over the {format_seconds(limit)} "
+                "host-time limit ([limits] host_time): ")
+        if every:
+            attempts = math.ceil(seconds / limit)
+            notes.append(over + f"each attempt stops there and the next resumes from its "
+                         f"last progress checkpoint, about {attempts} attempts (a `run` "
+                         f"makes {plan.spec.limits.retries + 1}; run it again for more)")
+        else:
+            notes.append(over + "it is stopped there and cannot finish: raise the limit, "
+                         "or set [gem5] progress_every so that each attempt resumes")
+    return notes
+
+
 def startup_seconds(run: Run, instructions_per_s: float) -> float:
     """Host CPU seconds the workers of a run's services add to its set-up: each worker's
     start-up instructions (the service registry's, measured natively) at the atomic
@@ -269,6 +295,7 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"limits per run: {format_seconds(spec.limits.host_time_s)} host time, "
                  f"{spec.limits.memory_bytes / 2**30:g} GiB, {spec.limits.retries} "
                  "retries")
+    lines.extend(f"warning: {note}" for note in over_limit(plan))
     lines.append("speeds used (host s = overhead + factor x simulated s, or + factor x "
                  "the services' CPU s in the guest):")
     for key, speed in plan.speeds.items():

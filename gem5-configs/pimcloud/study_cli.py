@@ -104,7 +104,7 @@ def _cell_done(folder: Path) -> bool:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .runs.plan import make_plan, plan_jobs, stored_checkpoints
+    from .runs.plan import make_plan, over_limit, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
     from .runs.status import format_seconds
     from .runs.study_work import request_costs
@@ -150,8 +150,9 @@ def _plan(args: argparse.Namespace) -> int:
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
                      f"{cost.describe() if cost else 'the study estimate of service time'})")
+        lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
-    print(f"study {study.name} ({study.source}): {len(lines)} cells, {done} done (not counted "
+    print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done (not counted "
           "below)")
     print("\n".join(lines))
     for topology, seconds in boots.items():

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from pimcloud.runs.checkpoint_store import scan
 
 
@@ -60,3 +61,41 @@ def test_stale_failed_and_unused_checkpoints_are_pruned(tmp_path: Path) -> None:
     states = {entry.path.name: entry.stale for entry in scan(root)}
     assert "rebuilt after it" in states["paper-aaaa"]
     assert states["paper-aaaa-kvstore-1111"] == "its boot checkpoint is stale"
+
+
+def test_a_killed_set_ups_staging_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """A staging folder whose owner lock nobody holds (its set-up was killed) goes, with
+    the partial checkpoint in it; one a set-up holds stays, as does an ownerless one
+    younger than an hour (made an instant before its lock); an old ownerless one goes."""
+    import fcntl
+
+    from pimcloud.runs.app_checkpoints import (
+        STAGING_OWNER,
+        UNOWNED_STAGING_S,
+        held_staging,
+        sweep_stale_staging,
+    )
+
+    killed = tmp_path / ".setup-killed"
+    (killed / "building" / "ckpt").mkdir(parents=True)
+    (killed / "building" / "ckpt" / "board.physmem.store0.pmem").write_bytes(b"\0" * 4096)
+    (killed / STAGING_OWNER).touch()
+    young = tmp_path / ".setup-young"
+    young.mkdir()
+    old = tmp_path / ".setup-old"
+    old.mkdir()
+    then = time.time() - UNOWNED_STAGING_S - 60
+    os.utime(old, (then, then))
+    kept_checkpoint = tmp_path / "arch8-kvstore-0123456789abcdef"
+    kept_checkpoint.mkdir()
+    said: list[str] = []
+    with held_staging(tmp_path) as live:
+        removed = sweep_stale_staging(tmp_path, said.append)
+        assert live.is_dir()
+        # The live one's lock is really held: another open file cannot take it.
+        with (live / STAGING_OWNER).open("r") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert removed == [killed, old]
+    assert not killed.exists() and not old.exists()
+    assert young.is_dir() and kept_checkpoint.is_dir() and not live.exists()
+    assert len(said) == 2 and "killed" in said[0]

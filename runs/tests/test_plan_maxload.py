@@ -481,3 +481,37 @@ def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
     assert kvstore.startups == {} and kvstore.startup_rate is None
     stored = make_plan(spec, "gem5", 1, None, {app_set_of(spec.runs()[0])})
     assert stored.setups == {} and stored.startups == {}
+
+
+def test_the_plan_warns_of_a_set_up_longer_than_the_host_time_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """16 translate workers' start-up (over 10 h at the default rate) against a 6 h limit:
+    with progress checkpoints it takes several attempts, without them it cannot finish;
+    under a limit long enough the plan says nothing."""
+    from pimcloud.runs.plan import format_plan, make_plan, over_limit
+    from pimcloud.runs.spec import parse_spec
+
+    monkeypatch.setenv("PIMCLOUD_CHECKPOINTS", str(tmp_path))  # an empty store
+    monkeypatch.delenv("GEM5", raising=False)
+
+    def plan_of(host_time: str, progress: bool) -> list[str]:
+        spec = parse_spec({
+            "name": "p", "system": {"topology": "arch8", "backend": "gem5"},
+            "apps": {"translate": {"threads": 16}},
+            "scenario": {"apps": ["translate"], "threads": 16},
+            "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": "10ms"},
+            "limits": {"host_time": host_time},
+            **({"gem5": {"progress_every": "20min"}} if progress else {})}, "<test>")
+        plan = make_plan(spec, "gem5", 1)
+        notes = over_limit(plan)
+        assert [f"warning: {note}" for note in notes] == [
+            line for line in format_plan(plan).splitlines() if line.startswith("warning:")]
+        return notes
+
+    (resumed,) = plan_of("6h", progress=True)
+    assert resumed.startswith("app checkpoint of translate on arch8:")
+    assert "over the 6h" in resumed and "resumes from its last progress checkpoint" in resumed
+    assert "about 2 attempts" in resumed or "about 3 attempts" in resumed
+    (stuck,) = plan_of("6h", progress=False)
+    assert "cannot finish" in stuck and "progress_every" in stuck
+    assert plan_of("30h", progress=True) == []
