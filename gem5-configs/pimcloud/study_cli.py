@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -152,8 +153,8 @@ def _plan(args: argparse.Namespace) -> int:
                      f"{cost.describe() if cost else 'the study estimate of service time'})")
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
-    print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done (not counted "
-          "below)")
+    print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "
+          "(not counted below)")
     print("\n".join(lines))
     for topology, seconds in boots.items():
         print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
@@ -293,18 +294,33 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _validation_qos_ns(study: Any, folder: Any, service: str, how: str) -> float:
+def _validation_qos_ns(study: Any, folder: Any, service: str, how: str,
+                       reference: Path | None = None, log: Any = print) -> float:
     """A new search's QoS: the knee of the service's arch1 curve (the report's default
-    QoS), or the study's ``qos`` of the service."""
-    from .analysis.characterisation import BASELINE, knee_qos_ns
+    QoS), or the study's ``qos`` of the service. A study made in parts (one without a
+    finished arch1 cell of the service) takes the knee its report will use: the
+    reference's (``qos.csv``, analysis/README.md, "A study made in parts")."""
+    from .analysis.characterisation import BASELINE, knee_qos_ns, read_cell
+    from .analysis.reference import REFERENCE_DIR, read_reference
 
     if how == "study":
         return float(study.services[service].qos_ns)
-    if BASELINE not in study.presets:
+    if BASELINE in study.presets:
+        base = study.cell(BASELINE, service)
+        if read_cell(folder.cell_dir(base), base) is not None:
+            return knee_qos_ns(folder.cell_dir(base), base)
+    reference = REFERENCE_DIR if reference is None else reference
+    qos = read_reference("qos", reference)
+    known = qos[qos["app"] == service] if "app" in qos else qos
+    if known.empty or not math.isfinite(float(known["knee_qos_ns"].iloc[0])):
         raise ValueError(f"--qos knee takes the knee of {service}'s {BASELINE} curve, and "
-                         f"this study has no {BASELINE}: add it, or give --qos study")
-    base = study.cell(BASELINE, service)
-    return knee_qos_ns(folder.cell_dir(base), base)
+                         f"neither this study nor the reference ({reference}) has a finished "
+                         f"{BASELINE} {service} cell: run `pimcloud study run --only "
+                         f"{BASELINE} --services {service}` first, or give --qos study")
+    knee_ns = float(known["knee_qos_ns"].iloc[0])
+    log(f"study validate: this study has no finished {BASELINE} {service} cell; QoS is the "
+        f"knee of the reference's ({reference / 'qos.csv'}): {knee_ns / 1e3:g} us")
+    return knee_ns
 
 
 BUNDLE_REFERENCE = object()  # `--reference` alone: the bundle's analysis/reference/

@@ -227,6 +227,12 @@ def test_a_study_runs_resumes_validates_and_reports(
     study, root = open_study(out)
     knee_ns = _validation_qos_ns(study, StudyDir(root), "imgdnn", "knee")
     assert 0 < knee_ns < SERVICES["imgdnn"].qos_ns
+    # The study's own arch1 knee, not the reference's, where the study has one.
+    elsewhere = tmp_path / "reference-elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "qos.csv").write_text("app,knee_qos_ns\nimgdnn,1.0\n")
+    assert _validation_qos_ns(study, StudyDir(root), "imgdnn", "knee",
+                              reference=elsewhere) == knee_ns
     done = cli("study", "validate", str(out), "--tolerance", "0.2", "--seeds", "2",
                "--jobs", "2", "--qos", "study")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -442,3 +448,24 @@ def test_a_cell_may_take_its_own_seed() -> None:
         parse_study(tomllib.loads(text.replace('"arch8-kvstore"', '"arch9-kvstore"')))
     with pytest.raises(StudyError, match=re.escape("seeds.arch8-kvstore")):
         parse_study(tomllib.loads(text.replace('"arch8-kvstore" = 2', '"arch8-kvstore" = 0')))
+
+
+def test_a_study_without_arch1_validates_under_the_references_knee(tmp_path: Path) -> None:
+    """A study made in parts (no arch1 cell of the service, or an unfinished one) searches
+    under the knee its report will use, the reference's; with no reference knee either,
+    the error says what to run."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "qos.csv").write_text("app,qos_ns,knee_qos_ns\nkvstore,69278.4,69278.4\n")
+    said: list[str] = []
+    for presets in ('["arch8"]', '["arch1", "arch8"]'):  # none; one not run
+        study = parse_study(tomllib.loads(PROJECT_STUDY.replace('["arch1", "arch8"]', presets)
+                                          .replace('validate = ["arch1/kvstore"]\n', "")),
+                            inputs_must_exist=False)
+        folder = StudyDir(tmp_path / "study")
+        assert _validation_qos_ns(study, folder, "kvstore", "knee", reference,
+                                  said.append) == pytest.approx(69278.4)
+        assert _validation_qos_ns(study, folder, "kvstore", "study", reference) == 20e6
+        with pytest.raises(ValueError, match="--qos study"):
+            _validation_qos_ns(study, folder, "imgdnn", "knee", reference, said.append)
+    assert len(said) == 2 and "knee of the reference's" in said[0] and "69.2784 us" in said[0]
