@@ -19,7 +19,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -41,11 +43,15 @@ from .spec import Run
 # large table is the slowest: about a simulated second per 10^5 keys on the atomic cores).
 SETUP_LIMIT_S = 60.0
 
-# A set-up works in ``root/apps/.setup-*/`` and holds a lock on its ``.owner`` file while it
-# does; a process killed outright (SIGKILL, a session's end) leaves the folder behind with
-# a partial checkpoint in it, which the next set-up sweeps away. A folder without an owner
-# file is younger than this only between its creation and its lock.
+# A set-up works in ``root/apps/.setup-*/`` and holds a lock on its ``.owner`` file (which
+# names its host and pid) while it does; a process killed outright (SIGKILL, a session's
+# end) leaves the folder behind with a partial checkpoint in it, which the next set-up on
+# the same host sweeps away. The folder is made as ``.claim-*`` and renamed once locked,
+# so a sweep never sees an owner file before its lock. A folder of another host is left
+# (its lock may not be visible here: NFS), as is one made before owner files were kept
+# until nothing in it has changed for UNOWNED_STAGING_S.
 STAGING_PREFIX = ".setup-"
+CLAIM_PREFIX = ".claim-"
 STAGING_OWNER = ".owner"
 UNOWNED_STAGING_S = 3600.0
 
@@ -53,34 +59,57 @@ UNOWNED_STAGING_S = 3600.0
 @contextmanager
 def held_staging(root: Path) -> Iterator[Path]:
     """A new staging folder under ``root``, locked as this process's until it is removed."""
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=STAGING_PREFIX))
-    with (staging / STAGING_OWNER).open("w") as owner:
+    claim = Path(tempfile.mkdtemp(dir=root, prefix=CLAIM_PREFIX))
+    with (claim / STAGING_OWNER).open("w") as owner:
         fcntl.flock(owner, fcntl.LOCK_EX)
+        owner.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid()}))
+        owner.flush()
+        staging = root / (STAGING_PREFIX + claim.name.removeprefix(CLAIM_PREFIX))
+        claim.rename(staging)
         try:
             yield staging
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def sweep_stale_staging(root: Path, log: Any = print) -> list[Path]:
-    """Remove the staging folders under ``root`` that no live set-up holds; the removed."""
-    removed = []
-    for folder in sorted(root.glob(f"{STAGING_PREFIX}*")):
+def _unchanged_for(folder: Path) -> float:
+    """Seconds since anything in ``folder`` last changed."""
+    newest = max((path.stat().st_mtime for path in folder.rglob("*")),
+                 default=folder.stat().st_mtime)
+    return time.time() - max(newest, folder.stat().st_mtime)
+
+
+def staging_abandoned(folder: Path) -> bool:
+    """Whether no live set-up holds the staging (or claim) folder ``folder``."""
+    try:
+        owner = (folder / STAGING_OWNER).open("r")
+    except FileNotFoundError:
+        return _unchanged_for(folder) > UNOWNED_STAGING_S
+    with owner:
         try:
-            owner = (folder / STAGING_OWNER).open("r")
-        except FileNotFoundError:
-            try:
-                if time.time() - folder.stat().st_mtime < UNOWNED_STAGING_S:
-                    continue
-            except FileNotFoundError:
+            holder = json.loads(owner.read() or "{}")
+        except ValueError:
+            holder = {}
+        if holder.get("host") != socket.gethostname():
+            return False
+        try:
+            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a set-up at work
+    return True
+
+
+def sweep_stale_staging(root: Path, log: Any = print) -> list[Path]:
+    """Remove the staging folders under ``root`` that no live set-up holds; the removed.
+    A folder that cannot be told or removed (another user's, a lock error) is left."""
+    removed = []
+    for folder in sorted([*root.glob(f"{STAGING_PREFIX}*"), *root.glob(f"{CLAIM_PREFIX}*")]):
+        try:
+            if not staging_abandoned(folder):
                 continue
-        else:
-            with owner:
-                try:
-                    fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # a set-up at work
-        shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder)
+        except OSError:
+            continue
         removed.append(folder)
         log(f"app checkpoint: removed {folder}, left by a set-up that was killed")
     return removed

@@ -67,6 +67,17 @@ class Campaign:
                 extra.append(point)
         self.dir.write_record(self.record)
 
+    def grant_retries(self) -> int:
+        """Give the runs that used up their attempts (a host-time limit each attempt met,
+        say) a fresh set on top of those used; how many such runs there were."""
+        from .status import campaign_status
+
+        exhausted = [s for s in campaign_status(self).runs if s.state == "failed"]
+        if exhausted:
+            self.record["extra_attempts"] = max(s.attempts for s in exhausted)
+            self.dir.write_record(self.record)
+        return len(exhausted)
+
     def check_inputs(self) -> None:
         """Every run of a campaign uses the same kernel and image: refuse to go on when
         either file was rebuilt since the campaign started (its runs would mix two

@@ -8,7 +8,7 @@ The store (``$PIMCLOUD_CHECKPOINTS`` or runs/out/checkpoints) holds boot checkpo
 A checkpoint is *stale* when what it was made from has changed: a boot checkpoint whose
 kernel or image file is gone or was written after it, an app checkpoint whose boot
 checkpoint is gone or stale.  ``prune`` removes stale checkpoints, failed and abandoned
-attempts (``failed-*``, ``.building-*``, ``.setup-*`` a day old), and with
+attempts (``failed-*``, ``.building-*`` a day old, a killed set-up's ``.setup-*``), and with
 ``--unused-for`` those no run has restored for that long.  A run that needs a removed
 checkpoint makes it again.
 """
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .app_checkpoints import CLAIM_PREFIX, STAGING_PREFIX, staging_abandoned
 from .checkpoints import LAST_USED
 from .layout import default_checkpoint_root
 from .spec import parse_host_seconds
@@ -90,6 +91,11 @@ def _entry(folder: Path, boots: dict[str, Entry]) -> Entry:
     used = (folder / LAST_USED).stat().st_mtime if (folder / LAST_USED).is_file() else created
     if folder.name.startswith("failed-"):
         return Entry("failed", folder, _size(folder), created, used, "a failed attempt", meta)
+    if folder.name.startswith((STAGING_PREFIX, CLAIM_PREFIX)):
+        # A set-up's staging: abandoned when no live set-up on this host holds it (a long
+        # set-up may work in it for more than a day).
+        return Entry("abandoned", folder, _size(folder), created, used,
+                     "a killed set-up's" if staging_abandoned(folder) else "", meta)
     if folder.name.startswith("."):
         old = time.time() - folder.stat().st_mtime > ABANDONED_AFTER_S
         return Entry("abandoned", folder, _size(folder), created, used,

@@ -181,13 +181,7 @@ def _resume(args: argparse.Namespace) -> int:
 
     campaign = open_campaign(args.campaign)
     if args.retry_failed:
-        from .status import campaign_status
-
-        exhausted = [s for s in campaign_status(campaign).runs if s.state == "failed"]
-        if exhausted:
-            # A fresh set of retries on top of the attempts already used.
-            campaign.record["extra_attempts"] = max(s.attempts for s in exhausted)
-            campaign.dir.write_record(campaign.record)
+        campaign.grant_retries()
     clear_abandoned_staging(campaign)
     return _execute(campaign, args)
 

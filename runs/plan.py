@@ -186,10 +186,14 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
 
 def over_limit(plan: Plan) -> list[str]:
     """What the plan expects to outlast the spec's host-time limit (an app checkpoint's
-    set-up or a run), and what then happens: with progress checkpoints each attempt
-    resumes where the last one stopped; without them such a job can never finish."""
+    set-up or a run), and what then happens. Each attempt stops at the limit and counts as
+    failed; with progress checkpoints (``[gem5] progress_every``, host time) the next
+    attempt resumes from the last one it saved, so an attempt keeps the multiples of
+    ``progress_every`` before the limit; without any, such a job can never finish. A
+    set-up's attempts are those of the first run that needs it."""
     limit = plan.spec.limits.host_time_s
     every = plan.spec.gem5.progress_every_s if plan.backend == "gem5" else None
+    allowed = plan.spec.limits.retries + 1
     jobs = [(f"app checkpoint of {apps} on {key.split(':')[0]}", seconds)
             for key, (apps, _, seconds) in plan.setups.items()]
     jobs += list(plan.per_run.items())
@@ -199,14 +203,21 @@ def over_limit(plan: Plan) -> list[str]:
             continue
         over = (f"{what}: {format_seconds(seconds)} is over the {format_seconds(limit)} "
                 "host-time limit ([limits] host_time): ")
-        if every:
-            attempts = math.ceil(seconds / limit)
-            notes.append(over + f"each attempt stops there and the next resumes from its "
-                         f"last progress checkpoint, about {attempts} attempts (a `run` "
-                         f"makes {plan.spec.limits.retries + 1}; run it again for more)")
-        else:
-            notes.append(over + "it is stopped there and cannot finish: raise the limit, "
-                         "or set [gem5] progress_every so that each attempt resumes")
+        # the progress checkpoints made before the limit (one at the limit races it)
+        kept = every * (math.ceil(limit / every) - 1) if every else 0.0
+        if not kept:
+            notes.append(over + "each attempt is stopped there and keeps nothing, so it "
+                         "cannot finish: raise the limit, or set [gem5] progress_every "
+                         "below it so that each attempt resumes")
+            continue
+        attempts = math.ceil(seconds / kept)
+        note = over + (f"each attempt stops there and the next resumes from its last "
+                       f"progress checkpoint: about {attempts} attempts")
+        if attempts > allowed:
+            note += (f", more than the {allowed} a run gets ([limits] retries + 1): raise "
+                     f"retries to {attempts - 1} or the limit, or give it more with "
+                     "`campaign resume DIR --retry-failed` (`study run --retry-failed`)")
+        notes.append(note)
     return notes
 
 

@@ -179,9 +179,10 @@ def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
 
 
 def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
-              executor: str, log: Any = print) -> int:
+              executor: str, log: Any = print, retry_failed: bool = False) -> int:
     """Make every chosen cell's campaign, ``jobs`` cells at a time (local) or all at once
-    (Slurm, not waiting); 0 when every cell finished."""
+    (Slurm, not waiting); 0 when every cell finished. ``retry_failed`` gives runs that
+    used up their attempts a fresh set (`campaign resume --retry-failed`)."""
     from .runs.campaign import prepare_campaign
     from .runs.cli import execute
     from .workloads.services import gem5_caveat
@@ -201,6 +202,9 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
     def one(item: tuple[Cell, Path, Path]) -> None:
         cell, spec_path, folder = item
         campaign = prepare_campaign(spec_path, folder, study.backend, log=log)
+        if retry_failed and campaign.grant_retries():
+            log(f"study: {cell.name}: its failed runs get {campaign.spec.limits.retries + 1} "
+                "more attempts")
         if executor == "slurm":
             execute(campaign, "slurm", wait=False, live=False)
             return
@@ -215,7 +219,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
         list(pool.map(one, cells))
     if failed:
         log(f"study: cells not finished: {', '.join(failed)} (`pimcloud study run` again "
-            "resumes them)")
+            "resumes them; add --retry-failed for runs that used up their attempts)")
     return 1 if failed else 0
 
 
@@ -224,7 +228,8 @@ def _run(args: argparse.Namespace) -> int:
     chosen = _selected(study, args.only, args.services, args.cells)
     root = _study_root(study, args.out)
     jobs = args.jobs or len(os.sched_getaffinity(0))
-    return run_study(study, root, chosen, jobs, args.executor)
+    return run_study(study, root, chosen, jobs, args.executor,
+                     retry_failed=args.retry_failed)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -311,7 +316,8 @@ def _validation_qos_ns(study: Any, folder: Any, service: str, how: str,
             return knee_qos_ns(folder.cell_dir(base), base)
     reference = REFERENCE_DIR if reference is None else reference
     qos = read_reference("qos", reference)
-    known = qos[qos["app"] == service] if "app" in qos else qos
+    known = (qos[qos["app"] == service] if {"app", "knee_qos_ns"} <= set(qos.columns)
+             else qos.iloc[0:0])
     if known.empty or not math.isfinite(float(known["knee_qos_ns"].iloc[0])):
         raise ValueError(f"--qos knee takes the knee of {service}'s {BASELINE} curve, and "
                          f"neither this study nor the reference ({reference}) has a finished "
@@ -380,6 +386,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run = actions.add_parser("run", help="make (or resume) the cells' campaigns")
     selection(run)
     run.add_argument("--executor", choices=("local", "slurm"), default="local")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="give runs that used up their attempts a new set (a cell whose "
+                          "set-up or run outlasts [limits] host_time resumes over attempts)")
     run.set_defaults(handler=_run)
     status = actions.add_parser("status", help="each cell's campaign: done / failed / left")
     status.add_argument("study", type=Path)

@@ -64,10 +64,12 @@ def test_stale_failed_and_unused_checkpoints_are_pruned(tmp_path: Path) -> None:
 
 
 def test_a_killed_set_ups_staging_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
-    """A staging folder whose owner lock nobody holds (its set-up was killed) goes, with
-    the partial checkpoint in it; one a set-up holds stays, as does an ownerless one
-    younger than an hour (made an instant before its lock); an old ownerless one goes."""
+    """A staging folder of this host whose owner lock nobody holds (its set-up was killed)
+    goes, with the partial checkpoint in it; one a set-up holds stays, as does another
+    host's (its lock may not show here) and an ownerless one (made before owner files)
+    with anything changed in the last hour; an old ownerless one goes."""
     import fcntl
+    import socket
 
     from pimcloud.runs.app_checkpoints import (
         STAGING_OWNER,
@@ -76,26 +78,42 @@ def test_a_killed_set_ups_staging_is_swept_and_a_live_ones_kept(tmp_path: Path) 
         sweep_stale_staging,
     )
 
-    killed = tmp_path / ".setup-killed"
-    (killed / "building" / "ckpt").mkdir(parents=True)
-    (killed / "building" / "ckpt" / "board.physmem.store0.pmem").write_bytes(b"\0" * 4096)
-    (killed / STAGING_OWNER).touch()
-    young = tmp_path / ".setup-young"
-    young.mkdir()
-    old = tmp_path / ".setup-old"
-    old.mkdir()
+    def staging(name: str, host: str | None) -> Path:
+        folder = tmp_path / name
+        (folder / "building" / "ckpt").mkdir(parents=True)
+        (folder / "building" / "ckpt" / "board.physmem.store0.pmem").write_bytes(b"\0" * 4096)
+        if host is not None:
+            (folder / STAGING_OWNER).write_text(json.dumps({"host": host, "pid": 1}))
+        return folder
+
     then = time.time() - UNOWNED_STAGING_S - 60
-    os.utime(old, (then, then))
+
+    def age(folder: Path) -> None:
+        for path in [folder, *folder.rglob("*")]:
+            os.utime(path, (then, then))
+
+    killed = staging(".setup-killed", socket.gethostname())
+    elsewhere = staging(".setup-elsewhere", "another-host")
+    young = staging(".setup-young", None)
+    age(young)
+    os.utime(young / "building" / "ckpt" / "board.physmem.store0.pmem")  # written just now
+    old = staging(".setup-old", None)
+    age(old)
+    claim = tmp_path / ".claim-abandoned"
+    claim.mkdir()
+    age(claim)
     kept_checkpoint = tmp_path / "arch8-kvstore-0123456789abcdef"
     kept_checkpoint.mkdir()
     said: list[str] = []
     with held_staging(tmp_path) as live:
+        assert live.name.startswith(".setup-")  # renamed from its claim once locked
         removed = sweep_stale_staging(tmp_path, said.append)
         assert live.is_dir()
         # The live one's lock is really held: another open file cannot take it.
         with (live / STAGING_OWNER).open("r") as other, pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    assert removed == [killed, old]
-    assert not killed.exists() and not old.exists()
-    assert young.is_dir() and kept_checkpoint.is_dir() and not live.exists()
-    assert len(said) == 2 and "killed" in said[0]
+    assert sorted(removed) == sorted([claim, killed, old])
+    assert not killed.exists() and not old.exists() and not claim.exists()
+    assert young.is_dir() and elsewhere.is_dir() and kept_checkpoint.is_dir()
+    assert not live.exists()
+    assert len(said) == 3 and all("killed" in line for line in said)

@@ -486,32 +486,42 @@ def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
 def test_the_plan_warns_of_a_set_up_longer_than_the_host_time_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """16 translate workers' start-up (over 10 h at the default rate) against a 6 h limit:
-    with progress checkpoints it takes several attempts, without them it cannot finish;
-    under a limit long enough the plan says nothing."""
+    with progress checkpoints every 20 min it takes 2 attempts (within the default retries)
+    or, under a 2 h limit, more than a run gets; with none, or with them no more often than
+    the limit, it cannot finish; a run over the limit is named too; under a limit long
+    enough the plan says nothing."""
     from pimcloud.runs.plan import format_plan, make_plan, over_limit
     from pimcloud.runs.spec import parse_spec
 
     monkeypatch.setenv("PIMCLOUD_CHECKPOINTS", str(tmp_path))  # an empty store
     monkeypatch.delenv("GEM5", raising=False)
 
-    def plan_of(host_time: str, progress: bool) -> list[str]:
+    def plan_of(host_time: str, progress: str | None, measured: str = "10ms") -> list[str]:
         spec = parse_spec({
             "name": "p", "system": {"topology": "arch8", "backend": "gem5"},
             "apps": {"translate": {"threads": 16}},
             "scenario": {"apps": ["translate"], "threads": 16},
-            "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": "10ms"},
+            "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": measured},
             "limits": {"host_time": host_time},
-            **({"gem5": {"progress_every": "20min"}} if progress else {})}, "<test>")
+            **({"gem5": {"progress_every": progress}} if progress else {})}, "<test>")
         plan = make_plan(spec, "gem5", 1)
+        ((_, _, setup_s),) = plan.setups.values()
+        assert 10 * 3600 < setup_s < 12 * 3600  # the premise: 16 x 40 min and the set-up
         notes = over_limit(plan)
         assert [f"warning: {note}" for note in notes] == [
             line for line in format_plan(plan).splitlines() if line.startswith("warning:")]
         return notes
 
-    (resumed,) = plan_of("6h", progress=True)
+    (resumed,) = plan_of("6h", "20min")
     assert resumed.startswith("app checkpoint of translate on arch8:")
     assert "over the 6h" in resumed and "resumes from its last progress checkpoint" in resumed
-    assert "about 2 attempts" in resumed or "about 3 attempts" in resumed
-    (stuck,) = plan_of("6h", progress=False)
-    assert "cannot finish" in stuck and "progress_every" in stuck
-    assert plan_of("30h", progress=True) == []
+    assert resumed.endswith("about 2 attempts")  # within the 2 a run gets
+    (short,) = plan_of("2h", "20min")
+    assert "about 7 attempts, more than the 2 a run gets" in short  # 1h40m kept each
+    assert "raise retries to 6" in short and "--retry-failed" in short
+    for progress in (None, "6h"):
+        (stuck,) = plan_of("6h", progress)
+        assert "cannot finish" in stuck and "progress_every" in stuck
+    setup, run = plan_of("6h", "20min", measured="3s")  # a long simulated window
+    assert setup.startswith("app checkpoint") and run.startswith("rps-100")
+    assert plan_of("30h", "20min") == []

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -469,3 +470,28 @@ def test_a_study_without_arch1_validates_under_the_references_knee(tmp_path: Pat
         with pytest.raises(ValueError, match="--qos study"):
             _validation_qos_ns(study, folder, "imgdnn", "knee", reference, said.append)
     assert len(said) == 2 and "knee of the reference's" in said[0] and "69.2784 us" in said[0]
+
+
+def test_a_cell_that_used_up_its_attempts_goes_on_with_retry_failed(
+        fake_gem5: Path, tmp_path: Path, set_plan: Any) -> None:
+    """A cell whose run failed every attempt (a host-time limit each time, say) is not
+    made by `study run` again; `study run --retry-failed` gives it a fresh set."""
+    (tmp_path / "vmlinux").write_bytes(b"\x7fELF fake kernel")
+    (tmp_path / "disk.img").write_bytes(b"fake image" * 100)
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(STUDY)
+    out = tmp_path / "study"
+    set_plan({"apps-kvstore": ["fail", "fail", "fail", "fail"]})
+    args = ("study", "run", str(spec), "--out", str(out), "--cells", "arch1-kvstore")
+    first = cli(*args)
+    assert first.returncode == 1 and "--retry-failed" in first.stdout, first.stdout
+    attempts = sorted(p.name for p in out.glob("cells/arch1-kvstore/failed/*/attempt-*"))
+    assert attempts == ["attempt-1", "attempt-2"]
+    assert cli(*args).returncode == 1  # its two attempts are used up: nothing new
+    assert sorted(p.name for p in out.glob("cells/arch1-kvstore/failed/*/attempt-*")) == \
+        attempts
+    set_plan({})
+    retried = cli(*args, "--retry-failed")
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert "arch1-kvstore: its failed runs get 2 more attempts" in retried.stdout
+    assert "1/1 done" in cli("study", "status", str(out)).stdout
