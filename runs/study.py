@@ -43,6 +43,7 @@ steady state (workloads/steady.py).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -151,6 +152,9 @@ class StudySpec:
     # Cell name -> the seed of its arrivals and requests, where not 1: a cell whose run
     # with seed 1 gem5 cannot finish (a simulator fault, documented beside the entry).
     seeds: dict[str, int] = field(default_factory=dict)
+    # Cell name -> its sampled load (rps), where the estimate's overloads it (a cell whose
+    # sample never settled: the harness's one generator thread, say).
+    sample_rps: dict[str, float] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         """Every cell, presets in the spec's order (the first ones are done first)."""
@@ -171,7 +175,8 @@ class StudySpec:
                             continue
                         cells.append(Cell(preset, service.name, cores, kind, rps, placement,
                                           dynamic))
-        return cells
+        return [dataclasses.replace(cell, sample_rps=self.sample_rps[cell.name])
+                if cell.name in self.sample_rps else cell for cell in cells]
 
     def placements_on(self, preset: str) -> tuple[str, ...]:
         """First touch, and the other placements where cores sit on several nodes."""
@@ -369,17 +374,25 @@ def parse_study(raw: dict[str, Any], source: str = "<memory>",
     seeds = top.table("seeds", {})
     seed_of = {name: seeds.integer(name, 1, minimum=1) for name in seeds.data}
     seeds.finish()
+    loads = top.table("sample_rps", {})
+    rps_of = {name: float(loads.number(name, 1.0) or 0.0) for name in loads.data}
+    for cell_name, rps in rps_of.items():
+        if rps <= 0:
+            raise loads.error(cell_name, rps, "a sampled load in requests a second, > 0")
+    loads.finish()
     top.finish()
     study = StudySpec(source, name, description, backend, inputs["kernel"], inputs["image"],
                       presets, services, utilisation,
                       requests, warmup_requests, tuple(validate), cell_tables,
                       tuple(placements), tuple(dynamic), dynamic_warmup, prewarm_requests,
-                      seed_of)
-    cell_names = {cell.name for cell in study.cells()} if seed_of else set()
-    for cell_name in seed_of:
-        if cell_name not in cell_names:
-            raise seeds.error(cell_name, seed_of[cell_name], "not a cell of this study; name "
-                              "one as <preset>-<service>[-<placement>], e.g. arch8-oltp")
+                      seed_of, rps_of)
+    cell_names = {cell.name for cell in study.cells()} if seed_of or rps_of else set()
+    for table, named in ((seeds, seed_of), (loads, rps_of)):
+        for cell_name in named:
+            if cell_name not in cell_names:
+                raise table.error(cell_name, named[cell_name], "not a cell of this study; "
+                                  "name one as <preset>-<service>[-<placement>], e.g. "
+                                  "arch8-oltp")
     return study
 
 

@@ -451,6 +451,27 @@ def test_a_cell_may_take_its_own_seed() -> None:
         parse_study(tomllib.loads(text.replace('"arch8-kvstore" = 2', '"arch8-kvstore" = 0')))
 
 
+def test_a_cell_may_take_its_own_sampled_load() -> None:
+    """[sample_rps] sets one cell's sampled load (its run, its warm-up and window, the
+    max load its search starts from); the other cells keep the estimate's."""
+    text = PROJECT_STUDY + '[sample_rps]\n"arch1-kvstore" = 600\n'
+    study = parse_study(tomllib.loads(text))
+    plain = {c.name: c for c in parse_study(tomllib.loads(PROJECT_STUDY)).cells()}
+    cells = {c.name: c for c in study.cells()}
+    assert cells["arch1-kvstore"].sample_rps == 600 != plain["arch1-kvstore"].sample_rps
+    assert {n: c for n, c in cells.items() if n != "arch1-kvstore"} == {
+        n: c for n, c in plain.items() if n != "arch1-kvstore"}
+    spec = study.cell_spec(cells["arch1-kvstore"])
+    assert spec["axes"]["rps"] == [600]
+    assert spec["apps"]["kvstore"]["max_rps"] == pytest.approx(600 / study.utilisation)
+    assert parse_time_ps(spec["length"]["measured"]) == pytest.approx(200 / 600 * 1e12,
+                                                                      rel=1e-3)
+    with pytest.raises(StudyError, match=re.escape("sample_rps.arch9-kvstore")):
+        parse_study(tomllib.loads(text.replace('"arch1-kvstore"', '"arch9-kvstore"')))
+    with pytest.raises(StudyError, match=re.escape("sample_rps.arch1-kvstore")):
+        parse_study(tomllib.loads(text.replace("= 600", "= 0")))
+
+
 def test_a_study_without_arch1_validates_under_the_references_knee(tmp_path: Path) -> None:
     """A study made in parts (no arch1 cell of the service, or an unfinished one) searches
     under the knee its report will use, the reference's; with no reference knee either,
