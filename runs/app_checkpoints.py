@@ -74,9 +74,7 @@ def held_staging(root: Path) -> Iterator[Path]:
 
 def _unchanged_for(folder: Path) -> float:
     """Seconds since anything in ``folder`` last changed."""
-    newest = max((path.stat().st_mtime for path in folder.rglob("*")),
-                 default=folder.stat().st_mtime)
-    return time.time() - max(newest, folder.stat().st_mtime)
+    return time.time() - max(path.stat().st_mtime for path in [folder, *folder.rglob("*")])
 
 
 def staging_abandoned(folder: Path) -> bool:

@@ -184,6 +184,11 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
                 startups=startups, startup_rate=rate)
 
 
+def _setup_name(apps: str, key: str) -> str:
+    """How a plan names the set-up of an app set (``app_set_of``'s key)."""
+    return f"app checkpoint of {apps} on {key.split(':')[0]}"
+
+
 def over_limit(plan: Plan) -> list[str]:
     """What the plan expects to outlast the spec's host-time limit (an app checkpoint's
     set-up or a run), and what then happens. Each attempt stops at the limit and counts as
@@ -194,17 +199,17 @@ def over_limit(plan: Plan) -> list[str]:
     limit = plan.spec.limits.host_time_s
     every = plan.spec.gem5.progress_every_s if plan.backend == "gem5" else None
     allowed = plan.spec.limits.retries + 1
-    jobs = [(f"app checkpoint of {apps} on {key.split(':')[0]}", seconds)
-            for key, (apps, _, seconds) in plan.setups.items()]
+    jobs = [(_setup_name(apps, key), seconds) for key, (apps, _, seconds) in plan.setups.items()]
     jobs += list(plan.per_run.items())
+    # what an attempt keeps: its progress checkpoints before the limit (one at the limit
+    # races it)
+    kept = every * (math.ceil(limit / every) - 1) if every else 0.0
     notes = []
     for what, seconds in jobs:
         if seconds <= limit:
             continue
         over = (f"{what}: {format_seconds(seconds)} is over the {format_seconds(limit)} "
                 "host-time limit ([limits] host_time): ")
-        # the progress checkpoints made before the limit (one at the limit races it)
-        kept = every * (math.ceil(limit / every) - 1) if every else 0.0
         if not kept:
             notes.append(over + "each attempt is stopped there and keeps nothing, so it "
                          "cannot finish: raise the limit, or set [gem5] progress_every "
@@ -293,7 +298,7 @@ def format_plan(plan: Plan) -> str:
     for key, (apps, count, seconds) in plan.setups.items():
         startup = (f", {format_seconds(plan.startups[key])} of it its workers' start-up"
                    if key in plan.startups else "")
-        lines.append(f"app checkpoint of {apps} on {key.split(':')[0]}: "
+        lines.append(f"{_setup_name(apps, key)}: "
                      f"{format_seconds(seconds)} (once, shared by its {count} "
                      f"run(s){startup})")
     if plan.startup_rate:
