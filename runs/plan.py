@@ -292,9 +292,10 @@ def format_plan(plan: Plan) -> str:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths,
                                                                        strict=True)).rstrip())
     lines.append("")
+    board = " with the page-access counters" if spec.gem5.counters else ""
     for topology, seconds in plan.boots.items():
-        lines.append(f"checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)} "
-                     "(once, shared by every run)")
+        lines.append(f"checkpoint boot of {Path(topology).stem}{board}: "
+                     f"{format_seconds(seconds)} (once, shared by every run)")
     for key, (apps, count, seconds) in plan.setups.items():
         startup = (f", {format_seconds(plan.startups[key])} of it its workers' start-up"
                    if key in plan.startups else "")

@@ -115,7 +115,8 @@ def _plan(args: argparse.Namespace) -> int:
     root = (args.out or DEFAULT_OUT / study.name).resolve()
     costs = request_costs(study, root)
     rate: tuple[float, str] | None = None
-    boots: dict[str, float] = {}
+    # A board with the page-access counters (the migration cells) boots on its own.
+    boots: dict[tuple[str, bool], float] = {}
     setups: list[float] = []
     runs: list[float] = []
     cells: list[float] = []  # each cell's app checkpoint and runs, one after the other
@@ -137,7 +138,7 @@ def _plan(args: argparse.Namespace) -> int:
         plan = make_plan(spec, spec.backend if spec.backend != "auto" else "gem5", jobs,
                          *have, {cell.service: cost.seconds} if cost else None)
         for topology, seconds in plan.boots.items():
-            boots[topology] = seconds
+            boots[(topology, spec.gem5.counters)] = seconds
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
         startup = sum(plan.startups.values())
         rate = plan.startup_rate or rate
@@ -156,8 +157,9 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "
           "(not counted below)")
     print("\n".join(lines))
-    for topology, seconds in boots.items():
-        print(f"  checkpoint boot of {Path(topology).stem}: {format_seconds(seconds)}")
+    for (topology, counters), seconds in boots.items():
+        board = " with the page-access counters" if counters else ""
+        print(f"  checkpoint boot of {Path(topology).stem}{board}: {format_seconds(seconds)}")
     if rate:
         print(f"  a worker's start-up at {rate[0]:,.0f} guest instructions a host CPU second "
               f"({rate[1]})")

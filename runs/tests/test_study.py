@@ -431,6 +431,21 @@ def test_the_shipped_plan_prices_translates_pipelines(tmp_path: Path) -> None:
     assert setup_s(lines["arch1-translate"]) > 4 * setup_s(lines["arch1-kvstore"])
 
 
+def test_the_plan_counts_the_counters_boards_boot_apart(tmp_path: Path) -> None:
+    """A migration cell's board has the page-access counters, so its boot is not the
+    static cells' (runs/checkpoints.py keys it apart): the plan prices both."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pimcloud.cli", "study", "plan", "characterisation-gem5",
+         "--out", str(tmp_path / "s"), "--cells", "arch9-kvstore,arch9-kvstore-ft-mig"],
+        capture_output=True, text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "GEM5"},
+             "PIMCLOUD_CHECKPOINTS": str(tmp_path / "store")})
+    assert done.returncode == 0, done.stderr
+    boots = [line for line in done.stdout.splitlines() if "checkpoint boot of" in line]
+    assert len(boots) == 2, done.stdout
+    assert sum("with the page-access counters" in line for line in boots) == 1
+
+
 def parse_host_s(text: str) -> float:
     """Seconds of a `format_seconds` figure such as 2h54m or 13m51s."""
     total = 0.0
