@@ -126,6 +126,12 @@ class Cell:
             suffix += f"-{DYNAMIC_SUFFIX[self.dynamic]}"
         return f"{self.preset}-{self.service}{suffix}"
 
+    @property
+    def counters(self) -> bool:
+        """Its board has the page-access counters (migration reads them): a boot of its
+        own, apart from the preset's other cells."""
+        return self.dynamic == "migration"
+
 
 @dataclass(frozen=True)
 class StudySpec:
@@ -247,7 +253,7 @@ class StudySpec:
             app["max_rps_pim_core"] = float(f"{per_core['wimpy']:.3g}")
             spec["scenario"].update(manager="default", dynamic=cell.dynamic,
                                     interval=_time_text(interval_s))
-            if cell.dynamic == "migration":
+            if cell.counters:
                 spec["gem5"] = {**spec.get("gem5", {}), "counters": True}
         return spec
 

@@ -51,13 +51,14 @@ def _selected(study: StudySpec, only: str | None, services: str | None,
 
 
 def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
-    """Cells of ``jobs`` presets at a time, their services in turn (p1-s1, p2-s1, p1-s2,
-    ...): parallel jobs then boot and load different presets instead of waiting on one."""
-    presets = list(dict.fromkeys(c.preset for c in cells))
+    """Cells of ``jobs`` boots at a time, their services in turn (p1-s1, p2-s1, p1-s2,
+    ...): parallel jobs then boot and load different presets instead of waiting on one.
+    A board with the page-access counters boots apart from its preset's other cells."""
+    boots = list(dict.fromkeys((c.preset, c.counters) for c in cells))
     ordered: list[Cell] = []
-    for start in range(0, len(presets), max(1, jobs)):
-        group = presets[start:start + max(1, jobs)]
-        by_preset = [[c for c in cells if c.preset == p] for p in group]
+    for start in range(0, len(boots), max(1, jobs)):
+        group = boots[start:start + max(1, jobs)]
+        by_preset = [[c for c in cells if (c.preset, c.counters) == b] for b in group]
         for index in range(max(len(b) for b in by_preset)):
             ordered.extend(b[index] for b in by_preset if index < len(b))
     return ordered

@@ -169,6 +169,16 @@ def test_parallel_jobs_take_different_presets() -> None:
                                                                       "arch1-imgdnn"]
 
 
+def test_parallel_jobs_boot_the_counters_board_beside_the_plain_one() -> None:
+    """arch9's migration cells boot a board of their own: two jobs boot both at once
+    instead of one waiting on the other's boot."""
+    study = parse_study(tomllib.loads(PROJECT_STUDY.replace(
+        'presets = ["arch1", "arch8"]', 'presets = ["arch9"]\ndynamic = ["migration"]').replace(
+        'validate = ["arch1/kvstore"]', 'validate = ["arch9/kvstore"]')))
+    order = [c.name for c in run_order(study.cells(), jobs=2)]
+    assert order[:2] == ["arch9-kvstore", "arch9-kvstore-ft-mig"], order
+
+
 def test_a_study_takes_at_least_its_longest_cell_however_many_jobs() -> None:
     from pimcloud.study_cli import study_wall_s
 
