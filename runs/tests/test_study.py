@@ -172,8 +172,9 @@ def test_parallel_jobs_take_different_presets() -> None:
 def test_parallel_jobs_boot_the_counters_board_beside_the_plain_one() -> None:
     """arch9's migration cells boot a board of their own: two jobs boot both at once
     instead of one waiting on the other's boot."""
+    arch9 = 'presets = ["arch9"]\nplacements = ["ft", "cc", "il"]\ndynamic = ["migration"]'
     study = parse_study(tomllib.loads(PROJECT_STUDY.replace(
-        'presets = ["arch1", "arch8"]', 'presets = ["arch9"]\ndynamic = ["migration"]').replace(
+        'presets = ["arch1", "arch8"]', arch9).replace(
         'validate = ["arch1/kvstore"]', 'validate = ["arch9/kvstore"]')))
     order = [c.name for c in run_order(study.cells(), jobs=2)]
     assert order[:2] == ["arch9-kvstore", "arch9-kvstore-ft-mig"], order
