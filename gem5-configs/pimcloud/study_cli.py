@@ -58,9 +58,9 @@ def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
     ordered: list[Cell] = []
     for start in range(0, len(boots), max(1, jobs)):
         group = boots[start:start + max(1, jobs)]
-        by_preset = [[c for c in cells if (c.preset, c.counters) == b] for b in group]
-        for index in range(max(len(b) for b in by_preset)):
-            ordered.extend(b[index] for b in by_preset if index < len(b))
+        by_boot = [[c for c in cells if (c.preset, c.counters) == b] for b in group]
+        for index in range(max(len(b) for b in by_boot)):
+            ordered.extend(b[index] for b in by_boot if index < len(b))
     return ordered
 
 
