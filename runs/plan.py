@@ -184,6 +184,13 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
                 startups=startups, startup_rate=rate)
 
 
+def boot_name(topology: str, counters: bool) -> str:
+    """How a plan names a topology's checkpoint boot; a board with the page-access
+    counters is a boot of its own (runs/checkpoints.py keys it apart)."""
+    return f"checkpoint boot of {Path(topology).stem}" + (
+        " with the page-access counters" if counters else "")
+
+
 def _setup_name(apps: str, key: str) -> str:
     """How a plan names the set-up of an app set (``app_set_of``'s key)."""
     return f"app checkpoint of {apps} on {key.split(':')[0]}"
@@ -292,9 +299,8 @@ def format_plan(plan: Plan) -> str:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths,
                                                                        strict=True)).rstrip())
     lines.append("")
-    board = " with the page-access counters" if spec.gem5.counters else ""
     for topology, seconds in plan.boots.items():
-        lines.append(f"checkpoint boot of {Path(topology).stem}{board}: "
+        lines.append(f"{boot_name(topology, spec.gem5.counters)}: "
                      f"{format_seconds(seconds)} (once, shared by every run)")
     for key, (apps, count, seconds) in plan.setups.items():
         startup = (f", {format_seconds(plan.startups[key])} of it its workers' start-up"

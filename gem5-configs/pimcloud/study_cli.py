@@ -54,11 +54,14 @@ def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
     """Cells of ``jobs`` boots at a time, their services in turn (p1-s1, p2-s1, p1-s2,
     ...): parallel jobs then boot and load different presets instead of waiting on one.
     A board with the page-access counters boots apart from its preset's other cells."""
-    boots = list(dict.fromkeys((c.preset, c.counters) for c in cells))
+    def boot(cell: Cell) -> tuple[str, bool]:
+        return cell.preset, cell.counters
+
+    boots = list(dict.fromkeys(boot(c) for c in cells))
     ordered: list[Cell] = []
     for start in range(0, len(boots), max(1, jobs)):
         group = boots[start:start + max(1, jobs)]
-        by_boot = [[c for c in cells if (c.preset, c.counters) == b] for b in group]
+        by_boot = [[c for c in cells if boot(c) == b] for b in group]
         for index in range(max(len(b) for b in by_boot)):
             ordered.extend(b[index] for b in by_boot if index < len(b))
     return ordered
@@ -106,7 +109,7 @@ def _cell_done(folder: Path) -> bool:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .runs.plan import make_plan, over_limit, plan_jobs, stored_checkpoints
+    from .runs.plan import boot_name, make_plan, over_limit, plan_jobs, stored_checkpoints
     from .runs.spec import load_spec
     from .runs.status import format_seconds
     from .runs.study_work import request_costs
@@ -159,8 +162,7 @@ def _plan(args: argparse.Namespace) -> int:
           "(not counted below)")
     print("\n".join(lines))
     for (topology, counters), seconds in boots.items():
-        board = " with the page-access counters" if counters else ""
-        print(f"  checkpoint boot of {Path(topology).stem}{board}: {format_seconds(seconds)}")
+        print(f"  {boot_name(topology, counters)}: {format_seconds(seconds)}")
     if rate:
         print(f"  a worker's start-up at {rate[0]:,.0f} guest instructions a host CPU second "
               f"({rate[1]})")
