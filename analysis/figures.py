@@ -88,7 +88,9 @@ def latency_vs_load(
     return figure
 
 
-def _policy_order(policy: object) -> tuple[int, int, str]:
+def policy_order(policy: object) -> tuple[int, int, str]:
+    """Fig. 3's order of bars: FT, CC, IL, each alone and then with migration or
+    replication."""
     placement, _, dynamic = str(policy).partition("+")
     places, extras = ("ft", "cc", "il"), ("", "mig", "rep")
     return (places.index(placement) if placement in places else len(places),
@@ -100,7 +102,7 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
     """Fig. 3: max load per app under each placement policy (grouped bars), in the
     paper's order: FT, CC, IL, each alone and then with migration or replication."""
     table = frame.pivot_table(index="app", columns=group, values=value, observed=True)
-    table = table[sorted(table.columns, key=_policy_order)]
+    table = table[sorted(table.columns, key=policy_order)]
     figure = Figure(figsize=(max(5.0, 1.2 * len(table)), 3.0), layout="constrained")
     ax = figure.subplots()
     width = 0.8 / max(1, len(table.columns))
@@ -127,7 +129,7 @@ def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
     width = 0.8 / max(1, len(memories))
     for column, app in enumerate(apps):
         mine = frame[frame["app"].astype(str) == app]
-        labels = sorted(mine[label].astype(str).unique(), key=_policy_order)
+        labels = sorted(mine[label].astype(str).unique(), key=policy_order)
         x = np.arange(len(labels))
         for row, (value, title) in enumerate((("queue_ns", "read's wait in queue (ns)"),
                                               ("read_gbps", "reads (GB/s)"))):
@@ -150,9 +152,10 @@ def memory_queue_bars(frame: pd.DataFrame, label: str = "policy") -> Figure:
 
 def page_type_breakdown(frame: pd.DataFrame, label: str = "label") -> Figure:
     """Fig. 4: each run's memory accesses by page type, as stacked shares (columns
-    ``label``, ``page_type``, ``share``)."""
+    ``label``, ``page_type``, ``share``), one bar per label in the frame's order."""
     table = frame.pivot_table(index=label, columns="page_type", values="share",
                               observed=True, aggfunc="sum").fillna(0)
+    table = table.reindex(pd.unique(frame[label]))
     figure = Figure(figsize=(max(4.0, 0.9 * len(table) + 2), 3.0), layout="constrained")
     ax = figure.subplots()
     bottom = np.zeros(len(table))

@@ -86,3 +86,22 @@ def test_memory_queue_bars_put_each_stack_of_each_placement_in_its_apps_panels()
     assert [bar.get_height() for bar in wait.patches] == [65.0, 30.0, 5.0, 25.0]
     assert [bar.get_height() for bar in reads.patches] == [3.0, 2.0, 0.1, 1.5]
     assert [t.get_text() for t in wait.get_xticklabels()] == ["ft", "il"]
+
+
+def test_fig4_bars_are_in_fig3s_order_per_app() -> None:
+    import pandas as pd
+    from pimcloud.analysis.characterisation import _page_type_figure
+
+    cells = [("search", "cc", "migration"), ("kvstore", "il", "migration"),
+             ("kvstore", "ft", "migration"), ("kvstore", "cc", "migration"),
+             ("search", "ft", "none"), ("search", "ft", "migration")]
+    frame = pd.DataFrame([
+        {"arch": "arch9", "app": app, "placement": placement, "dynamic": dynamic,
+         "page_type": kind, "share": 0.5}
+        for app, placement, dynamic in cells for kind in ("shared ro", "private rw")])
+    figure = _page_type_figure(frame)
+    labels = [text.get_text() for text in figure.axes[0].get_xticklabels()]
+    assert labels == ["kvstore arch9 ft+mig", "kvstore arch9 cc+mig", "kvstore arch9 il+mig",
+                      "search arch9 ft", "search arch9 ft+mig", "search arch9 cc+mig"]
+    heights = [patch.get_height() for patch in figure.axes[0].patches]
+    assert heights == [50.0] * 12
