@@ -578,16 +578,13 @@ def _spanning(queues: pd.DataFrame) -> pd.DataFrame:
 def _page_type_figure(frame: pd.DataFrame) -> Any:
     """Fig. 4's bars per app and preset in Fig. 3's order (FT, CC, IL, each alone and
     then with migration or replication)."""
-    policies = [policy_name(placement, dynamic) for placement, dynamic in
-                frame[["placement", "dynamic"]].astype(str).to_numpy()]
-    frame = frame.assign(policy=policies)
-    rows = sorted(range(len(frame)), key=lambda i: (
-        str(frame["app"].iloc[i]), str(frame["arch"].iloc[i]),
-        figures.policy_order(frame["policy"].iloc[i])))
-    ordered = frame.iloc[rows]
-    labels = [f"{app} {arch} {policy}" for app, arch, policy in
-              ordered[["app", "arch", "policy"]].astype(str).to_numpy()]
-    return figures.page_type_breakdown(ordered.assign(label=labels))
+    apps, archs, placements, dynamics = frame[["app", "arch", "placement", "dynamic"]] \
+        .astype(str).to_numpy().T
+    policies = [policy_name(p, d) for p, d in zip(placements, dynamics, strict=True)]
+    rows = sorted(range(len(frame)),
+                  key=lambda i: (apps[i], archs[i], figures.policy_order(policies[i])))
+    labels = [f"{apps[i]} {archs[i]} {policies[i]}" for i in rows]
+    return figures.page_type_breakdown(frame.iloc[rows].assign(label=labels))
 
 
 def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
