@@ -924,13 +924,18 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     loads = (placement.dropna(subset=["max_load_rps"]).pivot_table(
         index="app", columns="placement", values="max_load_rps", aggfunc="first")
         if placement is not None and len(placement) else pd.DataFrame())
-    complete = loads.dropna() if {"ft", "cc", "il"} <= set(loads.columns) else pd.DataFrame()
+    missing = {app: [p for p in ("ft", "cc", "il")
+                     if p not in loads.columns or pd.isna(loads.at[app, p])]
+               for app in loads.index}
+    complete = loads.reindex(columns=["ft", "cc", "il"]).dropna()
     # Placements compare within one study only: another study's image or harness (prewarm,
     # the generator's figure) moves a cell's time on a worker as much as a placement does.
     mixed = _mixed_studies(placement, list(complete.index)) if len(complete) else {}
     complete = complete.drop(index=list(mixed))
     unjudged = [f"{app}: not compared, its placements come from different studies ({text})"
                 for app, text in mixed.items()]
+    unjudged += [f"{app}: not compared, no {' or '.join(places).upper()} cell yet"
+                 for app, places in missing.items() if places]
     both = complete[complete[["ft", "cc", "il"]].max(axis=1) > 0] if len(complete) \
         else complete
     if len(complete) and both.empty:
