@@ -954,18 +954,23 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
             "(study placements)")
     claim = "Migration and replication close the gap between static policies"
     gaps = _dynamic_gaps(pd.concat([placement, dynamic]) if len(dynamic) else dynamic)
+    # A service with some dynamic cells but not yet every bar is named, not passed over.
+    unjudged = ([f"{row.app} on {row.arch}: not compared, no {row.missing} cell yet"
+                 for row in gaps.itertuples() if row.missing] if len(gaps) else [])
+    gaps = gaps[gaps["missing"] == ""] if len(gaps) else gaps
     if gaps.empty:
-        add(claim, "not measurable", "needs arch9 cells under FT, CC and IL, each also with "
-            "migration or replication (study `dynamic`)")
+        add(claim, "not measurable", "; ".join(unjudged) or "needs arch9 cells under FT, CC "
+            "and IL, each also with migration or replication (study `dynamic`)")
     elif (gaps["high"] <= 0).all():
-        add(claim, "not measurable", "no placement meets QoS at any load: "
-            + ", ".join(sorted(gaps["app"])) + " (try `--qos table2`)")
+        add(claim, "not measurable", "; ".join(
+            ["no placement meets QoS at any load: " + ", ".join(sorted(gaps["app"]))
+             + " (try `--qos table2`)", *unjudged]))
     else:
         judged = gaps[gaps["high"] > 0]
         add(claim, "holds" if (judged["dynamic"] < judged["static"]).all() else "does not hold",
-            "; ".join(f"{row.app} on {row.arch}: FT/CC/IL spread {row.static:.0%} static, "
-                      f"{row.dynamic:.0%} with the best of each and its {row.kinds}"
-                      for row in judged.itertuples()))
+            "; ".join([f"{row.app} on {row.arch}: FT/CC/IL spread {row.static:.0%} static, "
+                       f"{row.dynamic:.0%} with the best of each and its {row.kinds}"
+                       for row in judged.itertuples()] + unjudged))
     return pd.DataFrame(rows)
 
 
@@ -994,24 +999,33 @@ def _spread(loads: list[float]) -> float:
 
 
 def _dynamic_gaps(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (arch, app) with FT, CC and IL each measured alone and with at least one
-    dynamic cell: the spread of the static max loads and of each placement's best of
-    itself, +migration and +replication; the dynamic kinds used."""
+    """Per (arch, app) with at least one dynamic cell: the spread of the static max loads
+    and of each placement's best of itself, +migration and +replication; the dynamic
+    kinds used. Where FT, CC or IL alone, or every placement's dynamic cell, is not there
+    yet, ``missing`` names them ("IL, CC with migration") and the spreads are NaN."""
     if frame.empty:
         return pd.DataFrame()
     rows = []
     for (arch, app), cells in frame.dropna(subset=["max_load_rps"]).groupby(["arch", "app"]):
         static = cells[cells["dynamic"] == "none"].groupby("placement")["max_load_rps"].max()
         extra = cells[cells["dynamic"] != "none"]
-        if not {"ft", "cc", "il"} <= set(static.index) or not {"ft", "cc", "il"} <= set(
-                extra["placement"]):
+        if extra.empty:
+            continue
+        kinds = sorted(set(extra["dynamic"]))
+        missing = [p.upper() for p in ("ft", "cc", "il") if p not in static.index]
+        missing += [f"{p.upper()} with {' or '.join(kinds)}" for p in ("ft", "cc", "il")
+                    if p not in set(extra["placement"])]
+        if missing:
+            rows.append({"arch": arch, "app": app, "static": np.nan, "dynamic": np.nan,
+                         "high": np.nan, "kinds": " and ".join(kinds),
+                         "missing": ", ".join(missing)})
             continue
         best = [max(static[p], extra[extra["placement"] == p]["max_load_rps"].max())
                 for p in ("ft", "cc", "il")]
         loads = [float(static[p]) for p in ("ft", "cc", "il")]
         rows.append({"arch": arch, "app": app, "static": _spread(loads),
                      "dynamic": _spread(best), "high": max(loads),
-                     "kinds": " and ".join(sorted(set(extra["dynamic"])))})
+                     "kinds": " and ".join(kinds), "missing": ""})
     return pd.DataFrame(rows)
 
 

@@ -187,19 +187,25 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
     statics = [result("", "none", 10), result("ft", "none", 10), result("cc", "none", 20),
                result("il", "none", 40)]
 
-    def verdict(extra: list[CellResult]) -> str:
+    def judged(extra: list[CellResult]) -> pd.Series:
         results = statics + extra
         table = placement_table(results, qos)
         found = claims(table_iii(results, qos), table).set_index("claim")
-        return str(found.loc["Migration and replication close the gap between static "
-                             "policies", "verdict"])
+        return found.loc["Migration and replication close the gap between static policies"]
+
+    def verdict(extra: list[CellResult]) -> str:
+        return str(judged(extra)["verdict"])
 
     assert verdict([]) == "not measurable"
     # Migration brings CC and IL close to FT: the spread shrinks.
     closer = [result("ft", "migration", 10), result("cc", "migration", 11),
               result("il", "migration", 12)]
     assert verdict(closer[1:]) == "not measurable"  # FT without its dynamic cell
+    # ... and the service is named with the bar it lacks, not passed over in silence.
+    assert "kvstore on arch9: not compared, no FT with migration cell yet" in str(
+        judged(closer[1:])["numbers"])
     assert verdict(closer) == "holds"
+    assert "not compared" not in str(judged(closer)["numbers"])
     worse = [result(p, "migration", 80) for p in ("ft", "cc", "il")]
     assert verdict(worse) == "does not hold"  # no help: the static spread stays
     table = placement_table(statics + closer, qos).set_index("policy")
