@@ -78,6 +78,14 @@ class Campaign:
             self.dir.write_record(self.record)
         return len(exhausted)
 
+    def price_runs(self, seconds_per_run: float) -> None:
+        """Record a run's host seconds as a better-informed plan prices it (a study's, by
+        the service's measured CPU a request): the ETA of `status` and of the runner's
+        progress lines then uses it instead of the generic speed table."""
+        if self.record.get("estimate_per_run_s") != round(seconds_per_run, 1):
+            self.record["estimate_per_run_s"] = round(seconds_per_run, 1)
+            self.dir.write_record(self.record)
+
     def check_inputs(self) -> None:
         """Every run of a campaign uses the same kernel and image: refuse to go on when
         either file was rebuilt since the campaign started (its runs would mix two

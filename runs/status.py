@@ -53,7 +53,12 @@ class CampaignStatus:
         return self.counts.get("pending", 0) == 0 and self.counts.get("running", 0) == 0
 
 
-def campaign_status(campaign: Campaign) -> CampaignStatus:
+def campaign_status(campaign: Campaign, *,
+                    estimate_per_run_s: float | None = None) -> CampaignStatus:
+    """``estimate_per_run_s``: a run's host seconds from a better-informed plan (a study's,
+    priced by the service's measured CPU a request), or the one its record keeps
+    (Campaign.price_runs); else the mean of the runs done, or the speed table's figure
+    before any is."""
     folder = campaign.dir
     states: list[RunState] = []
     done_seconds: list[float] = []
@@ -85,8 +90,14 @@ def campaign_status(campaign: Campaign) -> CampaignStatus:
             states.append(RunState(run.run_id, "failed", len(failed), cause))
         else:
             states.append(RunState(run.run_id, "pending", len(failed), cause))
-    estimate = (sum(done_seconds) / len(done_seconds) if done_seconds
-                else _first_estimate(campaign))
+    recorded = campaign.record.get("estimate_per_run_s")
+    if estimate_per_run_s is None and isinstance(recorded, int | float) and recorded > 0:
+        estimate_per_run_s = float(recorded)
+    if estimate_per_run_s is not None:
+        estimate = estimate_per_run_s
+    else:
+        estimate = (sum(done_seconds) / len(done_seconds) if done_seconds
+                    else _first_estimate(campaign))
     counts = {name: sum(1 for s in states if s.state == name)
               for name in ("done", "running", "failed", "pending")}
     jobs = int(campaign.record.get("jobs", 1) or 1)

@@ -109,7 +109,7 @@ def _cell_done(folder: Path) -> bool:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .runs.plan import boot_name, make_plan, over_limit, plan_jobs, stored_checkpoints
+    from .runs.plan import boot_name, over_limit, plan_jobs
     from .runs.spec import load_spec
     from .runs.status import format_seconds
     from .runs.study_work import request_costs
@@ -136,11 +136,8 @@ def _plan(args: argparse.Namespace) -> int:
             continue
         spec = load_spec(spec_path)
         jobs = plan_jobs(spec, args.jobs)
-        have = stored_checkpoints(spec, log=lambda _: None) if os.environ.get("GEM5") else (
-            set(), set())
         cost = costs.get(cell.name)
-        plan = make_plan(spec, spec.backend if spec.backend != "auto" else "gem5", jobs,
-                         *have, {cell.service: cost.seconds} if cost else None)
+        plan = cell_plan(spec, cell, jobs, cost)
         for topology, seconds in plan.boots.items():
             boots[(topology, spec.gem5.counters)] = seconds
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
@@ -173,6 +170,25 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cell_plan(spec: Any, cell: Cell, jobs: int, cost: Any) -> Any:
+    """One cell's plan as `study plan` prices it: its runs at the measured CPU a request
+    (``cost``, runs/study_work.py) where there is one, its app checkpoint unless stored."""
+    from .runs.plan import make_plan, stored_checkpoints
+
+    have = stored_checkpoints(spec, log=lambda _: None) if os.environ.get("GEM5") else (
+        set(), set())
+    return make_plan(spec, spec.backend if spec.backend != "auto" else "gem5", jobs,
+                     *have, {cell.service: cost.seconds} if cost else None)
+
+
+def cell_price_per_run(spec: Any, cell: Cell, jobs: int, cost: Any) -> float:
+    """A cell's host seconds a run as `study plan` prices it: its app checkpoint (unless
+    stored) and its runs, over its runs."""
+    plan = cell_plan(spec, cell, jobs, cost)
+    setup = sum(seconds for _, _, seconds in plan.setups.values())
+    return (setup + sum(plan.per_run.values())) / max(len(plan.per_run), 1)
+
+
 def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
     """Wall time of a study made ``jobs`` cells at a time: its boots side by side, then
     the cells, longest first onto the least loaded job (a cell is one job: its longest
@@ -190,6 +206,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
     used up their attempts a fresh set (`campaign resume --retry-failed`)."""
     from .runs.campaign import prepare_campaign
     from .runs.cli import execute
+    from .runs.study_work import request_costs
     from .workloads.services import gem5_caveat
 
     cells = []
@@ -203,10 +220,13 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
         cells.append((cell, spec_path, folder))
     lock = threading.Lock()
     failed: list[str] = []
+    costs = request_costs(study, root)
 
     def one(item: tuple[Cell, Path, Path]) -> None:
         cell, spec_path, folder = item
         campaign = prepare_campaign(spec_path, folder, study.backend, log=log)
+        # Its progress lines' ETA as `study plan` prices it.
+        campaign.price_runs(cell_price_per_run(campaign.spec, cell, 1, costs.get(cell.name)))
         if retry_failed and campaign.grant_retries():
             log(f"study: {cell.name}: its failed runs get {campaign.spec.limits.retries + 1} "
                 "more attempts")
@@ -240,13 +260,22 @@ def _run(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from .runs.campaign import open_campaign
     from .runs.status import campaign_status, summary_line
+    from .runs.study_work import request_costs
 
     study, root = open_study(args.study, to_run=False)
+    costs: dict[str, Any] | None = None
     for cell, _, folder in each_cell(study, root):
         if not (folder / "campaign.json").is_file():
             print(f"{cell.name:<24} not started")
             continue
-        status = campaign_status(open_campaign(folder, to_run=False))
+        campaign = open_campaign(folder, to_run=False)
+        status = campaign_status(campaign)
+        if not status.finished:
+            # The ETA as `study plan` prices the cell now (its measured CPU a request), not
+            # the campaign's generic speed table, which knows nothing of the service.
+            costs = request_costs(study, root) if costs is None else costs
+            status = campaign_status(campaign, estimate_per_run_s=cell_price_per_run(
+                campaign.spec, cell, status.jobs, costs.get(cell.name)))
         print(f"{cell.name:<24} {summary_line(status)}")
     return 0
 

@@ -200,6 +200,14 @@ def test_cells_narrow_a_selection_to_named_cells() -> None:
         _selected(study, "arch9", None, "arch1-kvstore")
 
 
+def _seconds(text: str) -> float:
+    """format_seconds's text ("1h05m", "3m20s", "45s") back to seconds."""
+    found = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    assert found and text, f"not a duration: {text!r}"
+    h, m, sec = (int(g or 0) for g in found.groups())
+    return h * 3600 + m * 60 + sec
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pimcloud.cli", *args], capture_output=True,
                           text=True)
@@ -230,6 +238,22 @@ def test_a_study_runs_resumes_validates_and_reports(
     # The plan counts only what is left.
     planned = cli("study", "plan", str(spec), "--out", str(out))
     assert "4 cells, 4 done" in planned.stdout and planned.stdout.count(" done\n") == 4
+    # A cell left to make: its ETA in `study status` is the study plan's price for it (its
+    # measured CPU a request), not the campaign's generic speed table.
+    [record] = out.glob("cells/arch8-kvstore/runs/*/run.json")
+    record.rename(record.with_suffix(".kept"))
+    # `study run` left its price in the cell's record, for the runner's own progress lines.
+    priced_then = json.loads((out / "cells/arch8-kvstore/campaign.json").read_text())
+    assert priced_then["estimate_per_run_s"] > 0
+    planned = cli("study", "plan", str(spec), "--out", str(out), "--cells", "arch8-kvstore")
+    priced = re.search(r"app checkpoint (\S+).*, run (\S+) \(", planned.stdout)
+    assert priced and "measured" in planned.stdout, planned.stdout
+    eta = re.search(r"arch8-kvstore .*1 pending, ETA (\S+)",
+                    cli("study", "status", str(out)).stdout)
+    assert eta, "no ETA for the cell left to make"
+    assert _seconds(eta[1]) == pytest.approx(
+        _seconds(priced[1]) + _seconds(priced[2]), abs=2)
+    record.with_suffix(".kept").rename(record)
     # Again: nothing is made twice.
     runs_before = sorted(p.name for p in out.glob("cells/*/runs/*"))
     assert cli("study", "run", str(spec), "--out", str(out)).returncode == 0
