@@ -514,6 +514,25 @@ def page_types(results: list[CellResult], notes: list[str] | None = None) -> pd.
         columns=columns)
 
 
+def _fig3_ylabel(placement: pd.DataFrame) -> str:
+    """What Fig. 3's bars are normalised to, as the table says (arch8, or the best
+    placement of the service where there is no arch8 cell)."""
+    drawn = placement.dropna(subset=["normalized_max_load"])
+    against = set(drawn["normalized_to"].dropna()) if "normalized_to" in drawn else set()
+    if against == {PLACEMENT_BASELINE}:
+        return f"max load / {PLACEMENT_BASELINE}'s (all local)"
+    return "max load, normalised (" + ", ".join(sorted(map(str, against))) + ")"
+
+
+def _fig3_title(placement: pd.DataFrame, qos: str) -> str:
+    """Fig. 3's title: the QoS its max loads are under, and the services it leaves out
+    because no placement of theirs meets that QoS at any load (their bars would be 0)."""
+    served = placement.groupby("app")["max_load_rps"].max()
+    idle = sorted(str(app) for app, rps in served.items() if not rps > 0)
+    return f"Fig. 3 at {qos}" + (f" ({', '.join(idle)}: no placement meets it)"
+                                 if idle else "")
+
+
 MEMORY_COLUMNS = ["arch", "app", "placement", "dynamic", "memory", "reads", "read_gbps",
                   "read_queue", "queue_ns", "access_ns", "simulated_s", "study"]
 
@@ -1217,13 +1236,18 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         figures.save_figure(_table_figure(table2), out / "figures" / "table_iii-table2")
         drawn.append("table_iii-table2")
     if len(placement.dropna(subset=["normalized_max_load"]) if len(placement) else placement):
-        figures.save_figure(figures.max_load_bars(placement, group="policy"),
-                            out / "figures" / "fig3")
+        figures.save_figure(figures.max_load_bars(
+            placement, group="policy", ylabel=_fig3_ylabel(placement),
+            title=_fig3_title(placement, "Table II's QoS" if qos_how == "table2"
+                              else "the knee QoS")),
+            out / "figures" / "fig3")
         drawn.append("fig3")
     if qos_how != "table2" and len(placement_table2.dropna(subset=["normalized_max_load"])
                                    if len(placement_table2) else placement_table2):
-        figures.save_figure(figures.max_load_bars(placement_table2, group="policy"),
-                            out / "figures" / "fig3-table2")
+        figures.save_figure(figures.max_load_bars(
+            placement_table2, group="policy", ylabel=_fig3_ylabel(placement_table2),
+            title=_fig3_title(placement_table2, "Table II's QoS")),
+            out / "figures" / "fig3-table2")
         drawn.append("fig3-table2")
     if len(types):
         figures.save_figure(_page_type_figure(types), out / "figures" / "fig4")

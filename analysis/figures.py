@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,10 +98,17 @@ def policy_order(policy: object) -> tuple[int, int, str]:
             extras.index(dynamic) if dynamic in extras else len(extras), str(policy))
 
 
+# A placement keeps its colour with and without a dynamic policy, which hatches its bar.
+PLACEMENT_COLOURS = {"ft": "tab:blue", "cc": "tab:green", "il": "tab:purple"}
+DYNAMIC_HATCHES = {"mig": "///", "rep": "xxx"}
+
+
 def max_load_bars(frame: pd.DataFrame, group: str = "policy",
-                  value: str = "normalized_max_load") -> Figure:
+                  value: str = "normalized_max_load", ylabel: str | None = None,
+                  title: str | None = None) -> Figure:
     """Fig. 3: max load per app under each placement policy (grouped bars), in the
-    paper's order: FT, CC, IL, each alone and then with migration or replication."""
+    paper's order: FT, CC, IL, each alone and then with migration or replication (the
+    same colour, hatched)."""
     table = frame.pivot_table(index="app", columns=group, values=value, observed=True)
     table = table[sorted(table.columns, key=policy_order)]
     figure = Figure(figsize=(max(5.0, 1.2 * len(table)), 3.0), layout="constrained")
@@ -108,9 +116,17 @@ def max_load_bars(frame: pd.DataFrame, group: str = "policy",
     width = 0.8 / max(1, len(table.columns))
     x = np.arange(len(table))
     for i, column in enumerate(table.columns):
-        ax.bar(x + i * width, table[column].to_numpy(), width, label=str(column))
+        placement, _, dynamic = str(column).partition("+")
+        style: dict[str, Any] = {}
+        if placement in PLACEMENT_COLOURS:
+            style = {"color": PLACEMENT_COLOURS[placement], "edgecolor": "white",
+                     "hatch": DYNAMIC_HATCHES.get(dynamic),
+                     "alpha": 0.7 if dynamic else 1.0}
+        ax.bar(x + i * width, table[column].to_numpy(), width, label=str(column), **style)
     ax.set_xticks(x + width * (len(table.columns) - 1) / 2, table.index.astype(str))
-    ax.set_ylabel(value.replace("_", " "))
+    ax.set_ylabel(ylabel or value.replace("_", " "))
+    if title:
+        figure.suptitle(title, fontsize=9)
     ax.axhline(1.0, color="k", lw=0.6)
     ax.legend(fontsize=7, ncols=min(4, len(table.columns)), loc="lower center",
               bbox_to_anchor=(0.5, 1.0), frameon=False)

@@ -95,6 +95,12 @@ def test_every_figure_draws(tmp_path: Path) -> None:
         "normalized_max_load": [0.5, 0.9, 1.0, 0.8, 1.1]}))
     labels = [text.get_text() for text in bars.axes[0].get_legend().get_texts()]
     assert labels == ["ft", "ft+mig", "cc", "cc+mig", "il"]
+    # A placement keeps its colour with migration (hatched), and differs from the others.
+    faces = {label: patch.get_facecolor()[:3] for label, patch in
+             zip(labels, bars.axes[0].get_legend().legend_handles, strict=True)}
+    assert faces["ft"] == faces["ft+mig"] and faces["cc"] == faces["cc+mig"]
+    assert faces["ft"] != faces["cc"] != faces["il"]
+    assert [p.get_hatch() for p in bars.axes[0].patches[:2]] == [None, "///"]
 
 
 def test_report_of_lats_bin_only_campaign_with_numeric_axes(tmp_path: Path) -> None:
