@@ -98,8 +98,9 @@ int run(const std::vector<std::string>& args) {
   if (cfg->topology.fromSysfs) {
     std::string error;
     const auto nodes = readNodes(cfg->sysfsRoot, error);
-    const auto t =
-        error.empty() ? topologyFromNodes(nodes, error, cfg->engine.slowNode) : std::nullopt;
+    const auto t = error.empty() ? topologyFromNodes(nodes, error, cfg->engine.slowNode,
+                                                     cfg->topology.firstStack)
+                                 : std::nullopt;
     if (!t) {
       std::fprintf(stderr, "%s: topology: %s\n", path.c_str(), error.c_str());
       return 2;
@@ -151,7 +152,11 @@ int run(const std::vector<std::string>& args) {
   log.note(0, "start",
            "policy " + cfg->policy + ", " + std::to_string(topology.hostCores()) + " host + " +
                std::to_string(topology.pimCores()) + " PIM cores on " +
-               std::to_string(topology.stacks) + " stacks, static placement " +
+               std::to_string(topology.stacks) + " stacks" +
+               (topology.firstStackNode != 1
+                    ? " (stack 1 on node " + std::to_string(topology.firstStackNode) + ")"
+                    : "") +
+               ", static placement " +
                toString(cfg->staticPlacement));
 
   std::signal(SIGINT, onSignal);

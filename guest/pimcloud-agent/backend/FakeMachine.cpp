@@ -5,7 +5,9 @@
 namespace pimcloud {
 
 FakeMachine::FakeMachine(const Topology& topology) : topology_(&topology) {
-  for (int s = 1; s <= topology.stacks; ++s) freeBytes[s] = topology.stackBytes.at(static_cast<std::size_t>(s));
+  for (int s = 1; s <= topology.stacks; ++s) {
+    freeBytes[topology.nodeOf(s)] = topology.stackBytes.at(static_cast<std::size_t>(s));
+  }
 }
 
 void FakeMachine::addApp(const std::string& name, int pid, const FakeAppModel& model, int threads,
@@ -52,13 +54,14 @@ double FakeMachine::capacity(const std::string& name) const {
       if (models_.count(other) && std::find(cpus.begin(), cpus.end(), cpu) != cpus.end()) ++sharers;
     }
     double rate = c.type == CoreType::Host ? m.maxRpsHost : m.maxRpsPim;
-    if (c.type == CoreType::Pim && c.stack != m.homeNode) {
+    const int node = topology_->nodeOf(c.stack);  // homeNode and the pages' are nodes
+    if (c.type == CoreType::Pim && node != m.homeNode) {
       // Remote PIM core: slower unless pages were migrated to its stack.
       bool migrated = false;
       auto p = pagesOf.find(pid);
       if (p != pagesOf.end()) {
         migrated = std::any_of(p->second.begin(), p->second.end(),
-                               [&](const PageInfo& pg) { return pg.node == c.stack; });
+                               [&](const PageInfo& pg) { return pg.node == node; });
       }
       if (!migrated) rate *= m.remoteFactor;
     }

@@ -74,6 +74,75 @@ TEST(Sysfs, MissingHostNodeIsAnErrorThatSaysWhatToDo) {
   EXPECT_NE(error.find("give the topology in the config"), std::string::npos);
 }
 
+// arch9: no host cores; Linux numbers the first stack node 0.
+std::map<int, NodeInfo> pimOnlyNodes() {
+  std::map<int, NodeInfo> nodes;
+  nodes[0] = NodeInfo{0, {0, 1, 2, 3, 4, 5, 6, 7}, 4ULL << 30, 0};
+  nodes[1] = NodeInfo{1, {8, 9, 10, 11, 12, 13, 14, 15}, 6ULL << 30, 0};
+  return nodes;
+}
+
+TEST(Sysfs, PimOnlySystemHasItsFirstStackOnNodeZero) {
+  std::string error;
+  const auto t = topologyFromNodes(pimOnlyNodes(), error, 0, 0);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->hostCores(), 0);
+  EXPECT_EQ(t->pimCores(), 16);
+  EXPECT_EQ(t->stacks, 2);
+  EXPECT_EQ(t->pimCoresOn(1), 8);
+  EXPECT_EQ(t->pimCoresOn(2), 8);
+  EXPECT_EQ(t->core(t->coreByCpu(3)).stack, 1);
+  EXPECT_EQ(t->core(t->coreByCpu(12)).stack, 2);
+  EXPECT_EQ(t->stackBytes.at(1), 4ULL << 30);
+  EXPECT_EQ(t->stackBytes.at(2), 6ULL << 30);
+  EXPECT_EQ(t->firstStackNode, 0);
+  EXPECT_EQ(t->nodeOf(1), 0);
+  EXPECT_EQ(t->nodeOf(2), 1);
+  EXPECT_EQ(t->nodeOf(0), -1);  // no host node
+  EXPECT_EQ(t->stackOf(0), 1);
+  EXPECT_EQ(t->stackOf(1), 2);
+  EXPECT_EQ(t->stackOf(2), -1);
+  // Read as a host node (first stack 1), node 0's PIM cores were host cores.
+  const auto asHost = topologyFromNodes(pimOnlyNodes(), error);
+  ASSERT_TRUE(asHost) << error;
+  EXPECT_EQ(asHost->hostCores(), 8);
+  EXPECT_EQ(asHost->stacks, 1);
+}
+
+TEST(Sysfs, WithAHostNodeStackKIsNodeK) {
+  const Topology t = Topology::paper();
+  EXPECT_EQ(t.nodeOf(0), 0);
+  EXPECT_EQ(t.nodeOf(2), 2);
+  EXPECT_EQ(t.stackOf(0), 0);
+  EXPECT_EQ(t.stackOf(1), 1);
+  EXPECT_EQ(t.stackOf(3), -1);  // e.g. a far-memory node
+}
+
+TEST(Sysfs, PimOnlyNodeGapsAndAFarNodeAreHandled) {
+  std::string error;
+  auto nodes = pimOnlyNodes();
+  nodes[2] = NodeInfo{2, {}, 8ULL << 30, 0};  // far memory after the stacks
+  const auto t = topologyFromNodes(nodes, error, 2, 0);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->stacks, 2);
+  EXPECT_EQ(t->stackOf(2), -1);
+  nodes.erase(2);
+  nodes[3] = NodeInfo{3, {16}, 1ULL << 30, 0};
+  EXPECT_FALSE(topologyFromNodes(nodes, error, 0, 0));
+  EXPECT_NE(error.find("nodes 0..M-1 without gaps"), std::string::npos) << error;
+  EXPECT_FALSE(topologyFromNodes({}, error, 0, 0));
+  EXPECT_NE(error.find("at least one stack node"), std::string::npos) << error;
+}
+
+TEST(Sysfs, MissingHostNodeErrorNamesFirstStack) {
+  std::map<int, NodeInfo> nodes;
+  nodes[0] = NodeInfo{0, {}, 1ULL << 30, 0};
+  nodes[1] = NodeInfo{1, {4, 5}, 1ULL << 30, 0};
+  std::string error;
+  EXPECT_FALSE(topologyFromNodes(nodes, error));
+  EXPECT_NE(error.find("placement.first_stack to 0"), std::string::npos) << error;
+}
+
 // tiered-far-mini: 2 host CPUs, 2 stacks x 2 PIM CPUs, far memory on CPU-less node 3.
 std::map<int, NodeInfo> farMemoryNodes() {
   std::map<int, NodeInfo> nodes;

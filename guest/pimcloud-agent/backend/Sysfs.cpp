@@ -116,16 +116,24 @@ std::map<int, NodeInfo> readNodes(const std::string& sysfsRoot, std::string& err
 }
 
 std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, std::string& error,
-                                          int farNode) {
+                                          int farNode, int firstStack) {
   Topology t;
+  t.firstStackNode = firstStack;
   int id = 0;
-  auto host = nodes.find(0);
-  if (host == nodes.end() || host->second.cpus.empty()) {
-    error = "NUMA node 0 has no CPUs; the agent expects the host cores on node 0 "
-            "(give the topology in the config instead)";
+  if (firstStack == 1) {
+    auto host = nodes.find(0);
+    if (host == nodes.end() || host->second.cpus.empty()) {
+      error = "NUMA node 0 has no CPUs; the agent expects the host cores on node 0 "
+              "(set placement.first_stack to 0 on a PIM-only system, or give the topology "
+              "in the config instead)";
+      return std::nullopt;
+    }
+    for (int cpu : host->second.cpus) t.cores.push_back({id++, cpu, CoreType::Host, 0});
+  } else if (firstStack != 0) {
+    error = "the first stack's node is " + std::to_string(firstStack) +
+            "; set placement.first_stack to 1 (host cores on node 0) or 0 (a PIM-only system)";
     return std::nullopt;
   }
-  for (int cpu : host->second.cpus) t.cores.push_back({id++, cpu, CoreType::Host, 0});
   t.stackBytes.push_back(0);
   if (farNode > 0) {
     const auto far = nodes.find(farNode);
@@ -138,18 +146,25 @@ std::optional<Topology> topologyFromNodes(const std::map<int, NodeInfo>& nodes, 
     }
   }
   for (const auto& [node, info] : nodes) {
-    if (node == 0 || node == farNode) continue;
-    if (node != t.stacks + 1) {
-      error = "NUMA node " + std::to_string(node) + " follows node " + std::to_string(t.stacks) +
-              "; stacks must be numbered 1..M without gaps";
+    if ((firstStack == 1 && node == 0) || (farNode > 0 && node == farNode)) continue;
+    // Stack k is node firstStack + k - 1: the next stack's node follows the last one's.
+    if (node != firstStack + t.stacks) {
+      error = firstStack == 1
+                  ? "NUMA node " + std::to_string(node) + " follows node " +
+                        std::to_string(t.stacks) + "; stacks must be numbered 1..M without gaps"
+                  : "NUMA node " + std::to_string(node) + " follows node " +
+                        std::to_string(t.stacks - 1) +
+                        "; with placement.first_stack 0 the stacks must be nodes 0..M-1 "
+                        "without gaps";
       return std::nullopt;
     }
     ++t.stacks;
     t.stackBytes.push_back(info.totalBytes);
-    for (int cpu : info.cpus) t.cores.push_back({id++, cpu, CoreType::Pim, node});
+    for (int cpu : info.cpus) t.cores.push_back({id++, cpu, CoreType::Pim, t.stacks});
   }
   if (t.stacks == 0) {
-    error = "only NUMA node 0 exists; the agent needs at least one stack node";
+    error = firstStack == 1 ? "only NUMA node 0 exists; the agent needs at least one stack node"
+                            : "no NUMA node is a stack; the agent needs at least one stack node";
     return std::nullopt;
   }
   return t;

@@ -118,6 +118,7 @@ class Checker {
 
 Topology topologyFrom(const TopologyConfig& config) {
   Topology t;
+  t.firstStackNode = config.firstStack;
   t.stacks = static_cast<int>(config.stackCpus.size());
   t.stackBytes.assign(static_cast<std::size_t>(t.stacks) + 1, config.stackBytes);
   t.stackBytes[0] = 0;
@@ -273,7 +274,22 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
     const json& p = j["placement"];
     c.onlyKnown(p, "placement", {"static", "reserve_mib", "page_bytes", "migration_budget_ms",
                                  "migration_chunk_pages", "tiering_pages", "tiering",
-                                 "slow_node", "locality_pages", "replicate"});
+                                 "slow_node", "locality_pages", "replicate", "first_stack"});
+    if (p.contains("first_stack")) {
+      const json& f = p["first_stack"];
+      if (!f.is_number_integer() || (f != 0 && f != 1)) {
+        c.error("placement.first_stack",
+                "is " + f.dump() + "; use 1 (host cores on node 0, stack 1 on node 1) or 0 "
+                "(a PIM-only system such as arch9: stack 1 on node 0)");
+      } else if (f.get<int>() == 0 && !cfg.topology.fromSysfs && !cfg.topology.hostCpus.empty()) {
+        // Node 0 cannot be both the host's and the first stack's.
+        c.error("placement.first_stack",
+                "is 0 but topology.host_cpus names host CPUs; make host_cpus empty or "
+                "first_stack 1");
+      } else {
+        cfg.topology.firstStack = f.get<int>();
+      }
+    }
     c.number(p, "locality_pages", "placement.locality_pages", cfg.engine.localityPages, 0, 1e7);
     c.boolean(p, "replicate", "placement.replicate", cfg.engine.replicateShared);
     c.number(p, "tiering_pages", "placement.tiering_pages", cfg.engine.tieringPages, 0, 1e7);

@@ -22,8 +22,11 @@ struct AppConfig {
 struct TopologyConfig {
   bool fromSysfs = true;  // discover from /sys/devices/system/node
   std::vector<int> hostCpus;
-  std::vector<std::vector<int>> stackCpus;  // stack k = index k-1 = NUMA node k
+  std::vector<std::vector<int>> stackCpus;  // stack k = index k-1 = NUMA node firstStack+k-1
   std::uint64_t stackBytes = 8ULL << 30;
+  // placement.first_stack (exec --first-stack): the node of stack 1, 1 with a host node,
+  // 0 on a PIM-only system such as arch9.
+  int firstStack = 1;
 };
 
 struct AgentConfig {

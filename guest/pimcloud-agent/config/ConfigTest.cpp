@@ -110,6 +110,32 @@ TEST(Config, ErrorsNameTheFieldAndTheFix) {
   for (const std::string& e : r.errors) EXPECT_EQ(e.rfind("agent.json: ", 0), 0U) << e;
 }
 
+// placement.first_stack, as exec --first-stack: 0 on a PIM-only system such as arch9.
+TEST(Config, FirstStackIsZeroOrOne) {
+  const auto byDefault = parseConfig(R"({"topology": "sysfs", "apps": []})", "a.json");
+  ASSERT_TRUE(byDefault.config);
+  EXPECT_EQ(byDefault.config->topology.firstStack, 1);
+  const auto pimOnly =
+      parseConfig(R"({"topology": "sysfs", "placement": {"first_stack": 0}, "apps": []})", "a.json");
+  ASSERT_TRUE(pimOnly.config) << (pimOnly.errors.empty() ? "" : pimOnly.errors[0]);
+  EXPECT_EQ(pimOnly.config->topology.firstStack, 0);
+  for (const char* bad : {"2", "0.5", "\"0\"", "4294967296"}) {
+    const auto r = parseConfig(std::string(R"({"placement": {"first_stack": )") + bad + "}}",
+                               "b.json");
+    EXPECT_FALSE(r.config) << bad;
+    ASSERT_EQ(r.errors.size(), 1U) << bad;
+    EXPECT_NE(r.errors[0].find("b.json: field \"placement.first_stack\": is "), std::string::npos)
+        << r.errors[0];
+    EXPECT_NE(r.errors[0].find("use 1 (host cores on node 0"), std::string::npos) << r.errors[0];
+  }
+  // Node 0 cannot hold both the host cores and the first stack.
+  const auto both = parseConfig(R"({"topology": {"host_cpus": [0], "stacks": [[1], [2]]},
+    "placement": {"first_stack": 0}})", "c.json");
+  ASSERT_EQ(both.errors.size(), 1U);
+  EXPECT_NE(both.errors[0].find("make host_cpus empty or first_stack 1"), std::string::npos)
+      << both.errors[0];
+}
+
 TEST(Config, SyntaxErrorSaysWhere) {
   const auto r = parseConfig("{\"policy\": }", "bad.json");
   ASSERT_EQ(r.errors.size(), 1U);

@@ -74,10 +74,12 @@ void Engine::addApp(const AppSpec& spec, int pid, const std::string& controlSock
   ids_[spec.name] = id;
 }
 
+// Keyed by stack (1..M), as the policies see it; the machine reports nodes.
 std::map<int, std::uint64_t> Engine::freeBytesPerStack() {
   std::map<int, std::uint64_t> out;
   for (const auto& [node, bytes] : machine_->freeBytesPerNode()) {
-    if (node >= 1 && node <= topology_->stacks) out[node] = bytes;
+    const int stack = topology_->stackOf(node);
+    if (stack >= 1) out[stack] = bytes;
   }
   return out;
 }
@@ -664,15 +666,15 @@ void Engine::tier(std::int64_t tNs) {
   const bool lru = options_.tiering != TieringMode::Promote;
   const std::set<std::uintptr_t> queued =
       queuedPages([](const MoveJob& j) { return j.pid == 0; });
-  const auto freeBytes = freeBytesPerStack();
+  const auto freeBytes = freeBytesPerStack();  // by stack, not node
   for (auto& [id, rt] : apps_) {
     if (!rt.inPolicy || rt.handle.pid <= 0) continue;
-    int roomiest = -1;
+    int roomiest = -1;  // a stack
     std::uint64_t most = options_.reserveBytes;
-    for (const auto& [node, bytes] : freeBytes) {
-      if (node >= 1 && bytes > most) {
+    for (const auto& [stack, bytes] : freeBytes) {
+      if (bytes > most) {
         most = bytes;
-        roomiest = node;
+        roomiest = stack;
       }
     }
     if (promote && roomiest > 0) {
@@ -682,7 +684,7 @@ void Engine::tier(std::int64_t tNs) {
         if (hot.size() >= std::min(options_.tieringPages, room) || p.hotness == 0) break;
         if (queued.count(p.addr) == 0) hot.push_back(p.addr);
       }
-      queueTierMove(tNs, id, rt, std::move(hot), roomiest, "promote",
+      queueTierMove(tNs, id, rt, std::move(hot), topology_->nodeOf(roomiest), "promote",
                     "hot pages of the slow tier (node " + std::to_string(options_.slowNode) +
                         ") up to the stack with the most room");
     }
@@ -691,16 +693,16 @@ void Engine::tier(std::int64_t tNs) {
       continue;
     }
     if (options_.staticPlacement != StaticPlacement::FastAlways) continue;
-    for (const auto& [node, bytes] : freeBytes) {
-      if (node < 1 || bytes >= 2 * options_.reserveBytes) continue;
-      std::vector<PageInfo> pages = machine_->hotPages(rt.handle.pid, node);
+    for (const auto& [stack, bytes] : freeBytes) {
+      if (bytes >= 2 * options_.reserveBytes) continue;
+      std::vector<PageInfo> pages = machine_->hotPages(rt.handle.pid, topology_->nodeOf(stack));
       std::vector<std::uintptr_t> cold;
       for (auto it = pages.rbegin(); it != pages.rend() && cold.size() < options_.tieringPages; ++it) {
         if (it->hotness > 0) break;  // hottest first: from the end, the coldest
         if (queued.count(it->addr) == 0) cold.push_back(it->addr);
       }
       queueTierMove(tNs, id, rt, std::move(cold), options_.slowNode, "demote",
-                    "fast-always: stack " + std::to_string(node) +
+                    "fast-always: stack " + std::to_string(stack) +
                         " short of twice its reserve; its cold pages down to the slow tier");
     }
   }
@@ -744,8 +746,9 @@ void Engine::migrateForLocality(std::int64_t tNs) {
       if (p.shared || p.cpu < 0 || p.count == 0 || queued.count(p.addr) != 0) continue;
       const int core = topology_->coreByCpu(p.cpu);
       if (core < 0) continue;
-      const int node = topology_->core(core).stack;  // host cores: node 0
-      if (node == p.node) continue;
+      // The CPU's stack's node (host cores: node 0); freeBytes and p.node are nodes.
+      const int node = topology_->nodeOf(topology_->core(core).stack);
+      if (node < 0 || node == p.node) continue;
       auto room = freeBytes.find(node);
       if (room == freeBytes.end() || room->second < options_.reserveBytes + options_.pageBytes) {
         continue;
@@ -768,12 +771,12 @@ void Engine::migrateForLocality(std::int64_t tNs) {
 // with memory that its cores sit on, once, when it starts.
 void Engine::replicateOnStart(std::int64_t tNs, AppId id) {
   const Runtime& rt = apps_.at(id);
-  std::set<int> nodes;
+  std::set<int> stacks;  // 0: the host's
   const auto cpus = applied_.appCpus.find(id);
   for (const Core& c : topology_->cores) {
     if (cpus == applied_.appCpus.end() ||
         std::find(cpus->second.begin(), cpus->second.end(), c.cpu) != cpus->second.end()) {
-      nodes.insert(c.stack);
+      stacks.insert(c.stack);
     }
   }
   const auto freeBytes = machine_->freeBytesPerNode();
@@ -782,13 +785,13 @@ void Engine::replicateOnStart(std::int64_t tNs, AppId id) {
   d.event = "replicate-static";
   d.app = id;
   d.appName = rt.spec.name;
-  for (int node : nodes) {
-    const auto f = freeBytes.find(node);
+  for (int stack : stacks) {
+    const auto f = freeBytes.find(topology_->nodeOf(stack));
     if (f == freeBytes.end() || f->second == 0) continue;  // a memoryless host node
     PlacementRequest p;
     p.kind = PlacementRequest::Kind::Replicate;
     p.app = id;
-    p.stack = node;
+    p.stack = stack;  // place() asks for its node
     d.placement.push_back(p);
   }
   // Asked through the control file (and the app's socket, if it has one): place().
@@ -808,39 +811,45 @@ void Engine::evictInactive(std::int64_t tNs, AppId id, const Runtime& rt,
   const bool cacheQueued = std::any_of(moves_.begin(), moves_.end(), [id](const MoveJob& j) {
     return j.app == id && j.pid > 0;
   });
+  // freeBytes is by stack; the machine's pages are by node.
   std::set<int> shortStacks;
-  for (const auto& [node, bytes] : freeBytes) {
-    if (node >= 1 && bytes < watermark) shortStacks.insert(node);
+  std::set<int> shortNodes;
+  for (const auto& [stack, bytes] : freeBytes) {
+    if (bytes < watermark) {
+      shortStacks.insert(stack);
+      shortNodes.insert(topology_->nodeOf(stack));
+    }
   }
-  auto why = [&](int node) {
-    return "HeteroOS-LRU: stack " + std::to_string(node) + " below its watermark (" +
-           std::to_string(freeBytes.at(node) >> 20) + " MiB free, " +
+  auto why = [&](int stack) {
+    return "HeteroOS-LRU: stack " + std::to_string(stack) + " below its watermark (" +
+           std::to_string(freeBytes.at(stack) >> 20) + " MiB free, " +
            std::to_string(watermark >> 20) + " MiB kept); ";
   };
-  for (int node : shortStacks) {
+  for (int stack : shortStacks) {
     std::vector<std::uintptr_t> heap;
-    for (std::uintptr_t a : machine_->inactivePages(rt.handle.pid, node, options_.tieringPages)) {
+    for (std::uintptr_t a : machine_->inactivePages(rt.handle.pid, topology_->nodeOf(stack),
+                                                    options_.tieringPages)) {
       if (queued.count(a) == 0) heap.push_back(a);
     }
     queueTierMove(tNs, id, rt, std::move(heap), options_.slowNode, "evict",
-                  why(node) + "inactive heap pages down to the slow tier",
-                  {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)}});
+                  why(stack) + "inactive heap pages down to the slow tier",
+                  {{"free_mib", static_cast<double>(freeBytes.at(stack) >> 20)}});
   }
   // Page-cache pages are addresses in the agent's own mappings, valid until the next
   // scan of this app: one scan an interval for all its short stacks, and none while the
   // last one's pages still wait to move.
   if (shortStacks.empty() || cacheQueued) return;
   const Machine::FilePages files =
-      machine_->inactiveFilePages(rt.handle.pid, shortStacks, options_.tieringPages);
-  for (int node : shortStacks) {
+      machine_->inactiveFilePages(rt.handle.pid, shortNodes, options_.tieringPages);
+  for (int stack : shortStacks) {
     std::vector<std::uintptr_t> pages;
     for (const PageInfo& p : files.pages) {
-      if (p.node == node) pages.push_back(p.addr);
+      if (p.node == topology_->nodeOf(stack)) pages.push_back(p.addr);
     }
     queueTierMove(tNs, id, rt, std::move(pages), options_.slowNode, "evict-cache",
-                  why(node) + "inactive page-cache pages of its " + std::to_string(files.files) +
+                  why(stack) + "inactive page-cache pages of its " + std::to_string(files.files) +
                       " open files down to the slow tier",
-                  {{"free_mib", static_cast<double>(freeBytes.at(node) >> 20)},
+                  {{"free_mib", static_cast<double>(freeBytes.at(stack) >> 20)},
                    {"files", static_cast<double>(files.files)},
                    {"cached_pages", static_cast<double>(files.cached)}},
                   files.owner);
@@ -856,13 +865,15 @@ void Engine::concentrate(std::int64_t tNs) {
     rt.concentrated = true;
     // Its private pages on the other stacks, hottest first when the gather may be cut
     // short by the reserve or a full stack, so that it has moved the pages that matter most.
+    const int residentNode = topology_->nodeOf(res->second);
     MoveJob job;
     job.app = id;
-    job.node = res->second;
+    job.node = residentNode;
     job.purpose = "gather on resident stack " + std::to_string(res->second);
     job.gather = true;
     auto elsewhere = [&](int node) {
-      return node >= 1 && node <= topology_->stacks && node != res->second;
+      const int stack = topology_->stackOf(node);
+      return stack >= 1 && stack != res->second;
     };
     // numa_maps first: an app started under CC on its resident stack has nothing to
     // gather, and listing every page (hotPages) is the costly part.
@@ -878,10 +889,10 @@ void Engine::concentrate(std::int64_t tNs) {
       bool ordered = machine_->hotnessSource() != "hw";
       if (!ordered) {
         const auto freeBytes = machine_->freeBytesPerNode();
-        const auto f = freeBytes.find(res->second);
+        const auto f = freeBytes.find(residentNode);
         const std::uint64_t free = f == freeBytes.end() ? 0 : f->second;
         const std::uint64_t queued =
-            queuedPages([&](const MoveJob& j) { return j.node == res->second; }).size();
+            queuedPages([&](const MoveJob& j) { return j.node == residentNode; }).size();
         ordered = free < options_.reserveBytes + (queued + away) * options_.pageBytes;
       }
       const std::vector<PageInfo> pages = ordered ? machine_->hotPages(rt.handle.pid, -1)
@@ -951,7 +962,11 @@ void Engine::runMoves(std::int64_t tNs) {
         free > options_.reserveBytes ? (free - options_.reserveBytes) / options_.pageBytes : 0;
     std::string stop;
     if (room == 0) {
-      stop = "skipped " + std::to_string(left) + " pages: stack " + std::to_string(job.node) +
+      // A stack is named as the policies number it; the slow tier by its node.
+      const int stack = topology_->stackOf(job.node);
+      const std::string target = stack >= 1 ? "stack " + std::to_string(stack)
+                                            : "node " + std::to_string(job.node);
+      stop = "skipped " + std::to_string(left) + " pages: " + target +
              (options_.reserveBytes > 0 ? " at its reserve (" +
                                               std::to_string(options_.reserveBytes >> 20) +
                                               " MiB kept free)"
@@ -1049,7 +1064,9 @@ void Engine::place(Decision& d, long index) {
     switch (p.kind) {
       case K::MigrateThreadTo: {
         const auto resIt = applied_.residentStack.find(p.app);
-        const int resident = resIt == applied_.residentStack.end() ? -1 : resIt->second;
+        // The resident stack's node; -1 (every node) without one.
+        const int resident =
+            resIt == applied_.residentStack.end() ? -1 : topology_->nodeOf(resIt->second);
         // Pages already on their way elsewhere are not this core's to take.
         const std::set<std::uintptr_t> queued =
             queuedPages([&p](const MoveJob& j) { return j.app == p.app; });
@@ -1077,7 +1094,7 @@ void Engine::place(Decision& d, long index) {
         }
         MoveJob job;
         job.app = p.app;
-        job.node = p.stack;
+        job.node = topology_->nodeOf(p.stack);
         job.followsCpu = cpu;
         job.purpose = "pages of core " + std::to_string(cpu) + "'s thread";
         job.pages = plan.pages;
@@ -1096,7 +1113,7 @@ void Engine::place(Decision& d, long index) {
         if (mIt == rt.movedFor.end()) break;
         MoveJob job;
         job.app = p.app;
-        job.node = p.stack;
+        job.node = topology_->nodeOf(p.stack);
         job.purpose = "pages of core " + std::to_string(cpu) + "'s thread, back";
         job.pages = std::move(mIt->second);
         job.decision = index;
@@ -1108,11 +1125,13 @@ void Engine::place(Decision& d, long index) {
         break;  // handled above: no LC app
       case K::Replicate:
       case K::DropReplicas: {
+        // The harness and the service's socket take a node.
+        const int node = topology_->nodeOf(p.stack);
         json j{{"t_ns", d.tNs}, {"event", p.kind == K::Replicate ? "replicate" : "drop-replicas"},
-               {"app", rt.spec.name}, {"node", p.stack}};
+               {"app", rt.spec.name}, {"node", node}};
         control(j.dump());
         serviceCommand(rt, std::string(p.kind == K::Replicate ? "replicate " : "drop ") +
-                               std::to_string(p.stack), d);
+                               std::to_string(node), d);
         break;
       }
     }
@@ -1128,7 +1147,7 @@ void Engine::moveBePages(const PlacementRequest& p, Decision& d, long index) {
     const std::set<std::uintptr_t> queued =
         queuedPages([pid](const MoveJob& j) { return j.app == kBePool && j.pid == pid; });
     std::vector<std::uintptr_t> pages;
-    for (const PageInfo& page : machine_->hotPages(pid, p.fromStack)) {
+    for (const PageInfo& page : machine_->hotPages(pid, topology_->nodeOf(p.fromStack))) {
       if (queued.count(page.addr) == 0) pages.push_back(page.addr);
     }
     const auto n = static_cast<std::size_t>(std::ceil(p.fraction * static_cast<double>(pages.size())));
@@ -1137,7 +1156,7 @@ void Engine::moveBePages(const PlacementRequest& p, Decision& d, long index) {
     planned += pages.size();
     MoveJob job;
     job.pid = pid;
-    job.node = p.stack;
+    job.node = topology_->nodeOf(p.stack);
     job.purpose = "best-effort pages of pid " + std::to_string(pid) + " off stack " +
                   std::to_string(p.fromStack);
     job.pages = std::move(pages);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/TestDriver.h"
 #include "policy/PimCloud.h"
@@ -235,6 +236,26 @@ TEST(EnginePlacement, ConcentratedGathersPagesOnTheResidentStackOnce) {
       EXPECT_EQ(events, 0U);
     }
   }
+}
+
+// CC on a PIM-only system: an app's pages are gathered on its resident stack's node, the
+// stacks being nodes 0 and 1 (here the first app's resident stack is 2, node 1).
+TEST(EnginePlacement, ConcentratedGathersOnTheResidentStacksNodeOnAPimOnlySystem) {
+  EngineOptions opts;
+  opts.staticPlacement = StaticPlacement::Concentrated;
+  Topology t = Topology::make(0, 2, 8);
+  t.firstStackNode = 0;
+  Driver d("pimcloud", {}, t, opts);
+  d.app("a", 300, 100, 100, 0, 30);  // pages on node 0 (stack 1)
+  d.app("b", 300, 100, 100, 0, 30);
+  d.tick(5);
+  std::map<std::string, int> resident;
+  for (const Decision& x : d.log.history()) {
+    if (x.event == "concentrate") resident[x.appName] = x.reason.back() - '0';
+  }
+  ASSERT_EQ(resident, (std::map<std::string, int>{{"a", 2}, {"b", 1}}));
+  EXPECT_EQ(d.machine.pagesPerNode(1000), (std::map<int, std::uint64_t>{{1, 30}}));
+  EXPECT_EQ(d.machine.pagesPerNode(1001), (std::map<int, std::uint64_t>{{0, 30}}));
 }
 
 TEST(EnginePlacement, ConcentrateAsksForHotnessOnlyWhenTheGatherMayBeCutShort) {
@@ -862,6 +883,23 @@ TEST(EngineTiering, FastAlwaysDemotesColdPagesOfAStackShortOfItsReserve) {
   EXPECT_EQ(d.machine.pagesPerNode(pid)[1], 5U);
 }
 
+// A PIM-only system with far memory after its stacks (node 2): the free memory the
+// policies see is per stack, and hot pages go up to the roomiest stack's node.
+TEST(EngineTiering, OnAPimOnlySystemPromotesToTheRoomiestStacksNode) {
+  EngineOptions o = TieredDriver::options(StaticPlacement::FastPreferred, TieringMode::Promote);
+  o.slowNode = 2;
+  Topology t = Topology::make(0, 2, 8);
+  t.firstStackNode = 0;
+  testing::Driver d("default", {}, t, o);
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  d.machine.freeBytes = {{0, 256ULL << 20}, {1, 64ULL << 20}, {2, 1ULL << 30}};
+  for (std::size_t i = 0; i < 8; ++i) d.machine.pagesOf[pid].push_back({0x100000 + i * 4096, 2, 3});
+  d.tick();
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[0], 8U);  // stack 1, the roomiest
+  EXPECT_EQ(d.machine.pagesPerNode(pid)[2], 0U);
+}
+
 // A slow tier on a CPU-less far-memory node (tiered-far-mini's node 3): the static
 // placements name it, and promotion and demotion use it, never node 0.
 TEST(TieredPlacement, FarMemoryNodeIsTheSlowTierOfEveryPlacement) {
@@ -1079,6 +1117,35 @@ TEST(EngineLocality, OnAPimOnlySystemNodeZeroIsAStackLikeTheOthers) {
   EXPECT_EQ(d.machine.pagesOf[pid][1].node, 1);
 }
 
+// A PIM-only system read as it is (placement.first_stack 0): stack 1 is node 0, stack 2
+// node 1; a page goes to the node of its one CPU's stack, not to the node numbered like it.
+TEST(EngineLocality, OnAPimOnlySystemPagesGoToTheirCpusStackNode) {
+  EngineOptions o;
+  o.localityPages = 16;
+  o.reserveBytes = 1 << 20;
+  o.hotnessScanIntervals = 1;
+  Topology t = Topology::make(0, 2, 8);  // CPUs 0-7 stack 1, 8-15 stack 2
+  t.firstStackNode = 0;
+  testing::Driver d("default", {}, t, o);
+  d.machine.pageCounters = true;
+  d.app("a", 1000, 400, 100);
+  const int pid = 1000;
+  d.machine.freeBytes = {{0, 256ULL << 20}, {1, 256ULL << 20}};
+  d.machine.pagesOf[pid] = {{0x100000, 1, 0}, {0x200000, 0, 0}, {0x300000, 0, 0}};
+  d.machine.accessed[0x100000] = {0x100000, 1, 50, false, false, 3};   // CPU 3: stack 1, node 0
+  d.machine.accessed[0x200000] = {0x200000, 0, 40, false, false, 12};  // CPU 12: stack 2, node 1
+  d.machine.accessed[0x300000] = {0x300000, 0, 30, false, false, 5};   // already local
+  d.tick(2);  // the reset, then the moves
+  EXPECT_EQ(d.machine.pagesOf[pid][0].node, 0);
+  EXPECT_EQ(d.machine.pagesOf[pid][1].node, 1);
+  EXPECT_EQ(d.machine.pagesOf[pid][2].node, 0);
+  std::set<double> toNodes;
+  for (const Decision& x : d.log.history()) {
+    if (x.event == "locality" && x.values.count("to_node") != 0) toNodes.insert(x.values.at("to_node"));
+  }
+  EXPECT_EQ(toNodes, (std::set<double>{0, 1}));
+}
+
 // Without the counters (QEMU) locality migration cannot tell who touches a page: it says
 // so once and moves nothing.
 TEST(EngineLocality, WithoutCountersSaysSoOnceAndMovesNothing) {
@@ -1120,6 +1187,36 @@ TEST(EngineLocality, ReplicationAsksForACopyOnEveryNodeOfTheAppsCores) {
     got.emplace_back(buf, static_cast<std::size_t>(n));
   }
   EXPECT_EQ(got, (std::vector<std::string>{"replicate 1", "replicate 2"}));  // once each
+  close(fd);
+  unlink(sock.c_str());
+}
+
+// On a PIM-only system the replicate commands name the stacks' nodes (0 and 1), which
+// the service's socket and the harness take, not the stacks' numbers (1 and 2).
+TEST(EngineLocality, ReplicationOnAPimOnlySystemNamesTheStacksNodes) {
+  const std::string sock = "/tmp/pimcloud-agent-rep0-" + std::to_string(getpid()) + ".sock";
+  const int fd = bindDatagram(sock);
+  ASSERT_GE(fd, 0);
+  EngineOptions o;
+  o.replicateShared = true;
+  Topology t = Topology::make(0, 2, 8);
+  t.firstStackNode = 0;
+  testing::Driver e("default", {}, t, o);
+  e.machine.freeBytes = {{0, 256ULL << 20}, {1, 256ULL << 20}};
+  FakeAppModel m;
+  m.load = 100;
+  m.maxRpsHost = 300;
+  m.maxRpsPim = 100;
+  m.homeNode = 0;
+  e.machine.addApp("a", 1000, m);
+  e.engine->addApp(AppSpec{"a", 1e7, 300, 100, 4}, 1000, sock);
+  e.tick(3);
+  std::vector<std::string> got;
+  char buf[64] = {};
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0;) {
+    got.emplace_back(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"replicate 0", "replicate 1"}));
   close(fd);
   unlink(sock.c_str());
 }

@@ -104,6 +104,26 @@ TEST(BalmPolicy, UnsharedKeepsTheBePagesOffTheLcStackFromTheStart) {
   EXPECT_EQ(beLevel(d), 0);
 }
 
+// A PIM-only system (stack 1 on node 0): the LC stack's pages are found on node 0 and
+// go to the BE stack's node, 1.
+TEST(BalmPolicy, UnsharedMovesBetweenTheStacksNodesOnAPimOnlySystem) {
+  Topology t = Topology::make(0, 2, 8);
+  t.firstStackNode = 0;
+  Driver d("balm", inMode("unshared"), t);
+  d.app("lc", 1000, 400, 400, 0);
+  d.machine.bePidList = {kBePid};
+  auto& pages = d.machine.pagesOf[kBePid];
+  for (int node = 0; node <= 1; ++node) {
+    for (std::size_t i = 0; i < 100; ++i) {
+      pages.push_back({0x10000000u + (static_cast<std::uintptr_t>(node) << 24) + i * 4096, node, 0});
+    }
+  }
+  d.machine.freeBytes = {{0, 4ULL << 30}, {1, 4ULL << 30}};
+  d.tick(2);
+  EXPECT_EQ(beOn(d, 0), 0U);
+  EXPECT_EQ(beOn(d, 1), 200U);
+}
+
 TEST(BalmPolicy, OptionsAreCheckedWithTheirNames) {
   PolicyParams params;
   auto errors = PolicyRegistry::parseOptions("balm", {{"mode", "mba-only"}}, params);

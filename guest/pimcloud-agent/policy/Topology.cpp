@@ -26,6 +26,18 @@ int Topology::coreByCpu(int cpu) const {
   return -1;
 }
 
+int Topology::nodeOf(int stack) const {
+  if (stack == 0) return firstStackNode == 1 ? 0 : -1;
+  if (stack < 1 || stack > stacks) return -1;
+  return firstStackNode + stack - 1;
+}
+
+int Topology::stackOf(int node) const {
+  if (node == 0 && firstStackNode == 1) return 0;
+  const int stack = node - firstStackNode + 1;
+  return stack >= 1 && stack <= stacks ? stack : -1;
+}
+
 Topology Topology::make(int hostCores, int stacks, int pimPerStack, std::uint64_t bytesPerStack) {
   Topology t;
   t.stacks = stacks;

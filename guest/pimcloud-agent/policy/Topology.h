@@ -1,5 +1,7 @@
 // The machine as the policy core sees it: cores with a type and a stack, and stacks
-// with memory. Stack k is NUMA node k (1..M); host cores sit on node 0.
+// with memory. Stacks are numbered 1..M everywhere in the policies; stack k is NUMA node
+// firstStackNode + k - 1: node k with the host cores on node 0, node k - 1 on a PIM-only
+// system (no host node). The Machine speaks node ids: convert with nodeOf / stackOf.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +25,17 @@ struct Topology {
   std::vector<Core> cores;
   int stacks = 0;                         // M
   std::vector<std::uint64_t> stackBytes;  // index 1..M (index 0 unused)
+  int firstStackNode = 1;                 // node of stack 1: 0 on a PIM-only system
 
   int hostCores() const;
   int pimCores() const;
   int pimCoresOn(int stack) const;
   const Core& core(int id) const { return cores.at(static_cast<std::size_t>(id)); }
   int coreByCpu(int cpu) const;  // -1 if none
+  // Stack 1..M -> its NUMA node; stack 0 (the host) -> node 0, or -1 without a host node.
+  int nodeOf(int stack) const;
+  // NUMA node -> stack 1..M; 0 for the host node; -1 for neither (a far-memory node).
+  int stackOf(int node) const;
 
   // The paper's server (Table I): 4 host cores (CPUs 0-3) and 2 stacks x 8 PIM cores
   // (CPUs 4-11 on stack 1, 12-19 on stack 2), 8 GiB per stack.
