@@ -37,7 +37,7 @@ from pimcloud.guest.hw_counters import HOTTEST_FILE
 from pimcloud.paths import program_candidates
 from pimcloud.topology import load_topology
 from pimcloud.topology.layout import node_of_cluster, slow_tier_node
-from pimcloud.topology.model import stack_cluster
+from pimcloud.topology.model import Topology, stack_cluster
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
@@ -181,6 +181,12 @@ def resident_stack(run: Run, index: int) -> int:
     return index % len(load_topology(run.topology).stacks) + 1
 
 
+def first_stack_node(topology: Topology) -> int:
+    """The NUMA node of stack 1: 1 after the host node, 0 on a PIM-only system (arch9),
+    whose kernel numbers the first stack node 0."""
+    return node_of_cluster(topology, stack_cluster(0))
+
+
 def placement_prefix(run: Run, index: int) -> list[str]:
     """``pimcloud-agent exec`` that starts a service under the run's static placement
     (CC: preferred on its resident stack; IL: interleaved over the stacks; FT: as is).
@@ -190,7 +196,7 @@ def placement_prefix(run: Run, index: int) -> list[str]:
         return []
     topology = load_topology(run.topology)
     slow = slow_tier_node(topology)
-    first = node_of_cluster(topology, stack_cluster(0))
+    first = first_stack_node(topology)
     return ["pimcloud-agent", "exec", "--placement", placement,
             "--resident", str(first + resident_stack(run, index) - 1),
             "--stacks", str(len(topology.stacks)),
@@ -247,8 +253,11 @@ def check_agent_config(path: Path) -> None:
 
 def agent_config(run: Run) -> dict[str, Any]:
     s = run.scenario
+    topology = load_topology(run.topology)
     # A far-memory node is the slow tier, and not a stack, for every manager.
-    slow = slow_tier_node(load_topology(run.topology))
+    slow = slow_tier_node(topology)
+    # The agent reads a PIM-only system's nodes as stacks from node 0 only when told.
+    first = first_stack_node(topology)
     apps = []
     for app in run.apps:
         entry: dict[str, Any] = {"name": app.name, "threads": app.threads or s.threads}
@@ -272,6 +281,7 @@ def agent_config(run: Run) -> dict[str, Any]:
                       **({"reserve_mib": s.reserve_bytes / 2**20}
                          if s.reserve_bytes is not None else {}),
                       **({"slow_node": slow} if slow else {}),
+                      **({"first_stack": first} if first != 1 else {}),
                       **({"locality_pages": s.tiering_pages} if "migration" in s.dynamic
                          else {}),
                       **({"replicate": True} if "replication" in s.dynamic else {})},

@@ -325,6 +325,25 @@ def test_best_effort_jobs_wait_for_their_cgroup_without_seq(
     assert 5 <= tries < 200, done.stdout  # it waited for the cgroup, and not to the end
 
 
+def test_a_pim_only_system_tells_the_agent_its_first_stack_is_node_0(
+        write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """arch9 has no host node: the kernel numbers its first stack node 0, and the agent's
+    sysfs topology must hear it (placement.first_stack, as exec --first-stack); presets
+    with a host node say nothing, so their configs stay as they were."""
+    paper = load_spec(write_spec()).runs()[0]
+    assert "first_stack" not in agent_config(paper)["placement"]
+    (tmp_path / "arch9.toml").write_text(
+        write_spec().read_text().replace('topology = "paper"', 'topology = "arch9"'))
+    pim_only = load_spec(tmp_path / "arch9.toml").runs()[0]
+    config = agent_config(pim_only)
+    assert config["placement"]["first_stack"] == 0
+    if not program_candidates("pimcloud-agent"):
+        pytest.skip("pimcloud-agent is not built (make cxx)")
+    written = tmp_path / "agent.json"
+    written.write_text(json.dumps(config))
+    check_agent_config(written)
+
+
 def test_the_hotness_axis_reaches_the_agent_and_the_agent_accepts_it(
         write_spec: Callable[..., Path], tmp_path: Path) -> None:
     """Python writes "hotness" into agent.json; the C++ agent's own check reads it."""
