@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -1163,21 +1164,25 @@ TEST(EngineLocality, WithoutCountersSaysSoOnceAndMovesNothing) {
   EXPECT_EQ(noted, 1U);
 }
 
-// Replication beside a static placement: when the app starts, one replicate command per
-// node with memory that its cores sit on (Default: every core; the host node here has
-// no memory).
-TEST(EngineLocality, ReplicationAsksForACopyOnEveryNodeOfTheAppsCores) {
+// The commands a service's socket gets when an app under replication starts on
+// `topology` (the fake machine's nodes with the given free bytes, the app's pages on
+// `homeNode`).
+std::vector<std::string> replicateCommandsOnStart(const Topology& topology,
+                                                  std::map<int, std::uint64_t> freeBytes,
+                                                  int homeNode) {
   const std::string sock = "/tmp/pimcloud-agent-rep-" + std::to_string(getpid()) + ".sock";
   const int fd = bindDatagram(sock);
-  ASSERT_GE(fd, 0);
+  EXPECT_GE(fd, 0);
+  if (fd < 0) return {};
   EngineOptions o;
   o.replicateShared = true;
-  testing::Driver e("default", {}, Topology::paper(), o);
-  e.machine.freeBytes = {{0, 0}, {1, 256ULL << 20}, {2, 256ULL << 20}};
+  testing::Driver e("default", {}, topology, o);
+  e.machine.freeBytes = std::move(freeBytes);
   FakeAppModel m;
   m.load = 100;
   m.maxRpsHost = 300;
   m.maxRpsPim = 100;
+  m.homeNode = homeNode;
   e.machine.addApp("a", 1000, m);
   e.engine->addApp(AppSpec{"a", 1e7, 300, 100, 4}, 1000, sock);
   e.tick(3);
@@ -1186,39 +1191,28 @@ TEST(EngineLocality, ReplicationAsksForACopyOnEveryNodeOfTheAppsCores) {
   for (ssize_t n; (n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0;) {
     got.emplace_back(buf, static_cast<std::size_t>(n));
   }
-  EXPECT_EQ(got, (std::vector<std::string>{"replicate 1", "replicate 2"}));  // once each
   close(fd);
   unlink(sock.c_str());
+  return got;
+}
+
+// Replication beside a static placement: when the app starts, one replicate command per
+// node with memory that its cores sit on (Default: every core; the host node here has
+// no memory).
+TEST(EngineLocality, ReplicationAsksForACopyOnEveryNodeOfTheAppsCores) {
+  EXPECT_EQ(replicateCommandsOnStart(Topology::paper(),
+                                     {{0, 0}, {1, 256ULL << 20}, {2, 256ULL << 20}},
+                                     FakeAppModel{}.homeNode),
+            (std::vector<std::string>{"replicate 1", "replicate 2"}));  // once each
 }
 
 // On a PIM-only system the replicate commands name the stacks' nodes (0 and 1), which
 // the service's socket and the harness take, not the stacks' numbers (1 and 2).
 TEST(EngineLocality, ReplicationOnAPimOnlySystemNamesTheStacksNodes) {
-  const std::string sock = "/tmp/pimcloud-agent-rep0-" + std::to_string(getpid()) + ".sock";
-  const int fd = bindDatagram(sock);
-  ASSERT_GE(fd, 0);
-  EngineOptions o;
-  o.replicateShared = true;
   Topology t = Topology::make(0, 2, 8);
   t.firstStackNode = 0;
-  testing::Driver e("default", {}, t, o);
-  e.machine.freeBytes = {{0, 256ULL << 20}, {1, 256ULL << 20}};
-  FakeAppModel m;
-  m.load = 100;
-  m.maxRpsHost = 300;
-  m.maxRpsPim = 100;
-  m.homeNode = 0;
-  e.machine.addApp("a", 1000, m);
-  e.engine->addApp(AppSpec{"a", 1e7, 300, 100, 4}, 1000, sock);
-  e.tick(3);
-  std::vector<std::string> got;
-  char buf[64] = {};
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0;) {
-    got.emplace_back(buf, static_cast<std::size_t>(n));
-  }
-  EXPECT_EQ(got, (std::vector<std::string>{"replicate 0", "replicate 1"}));
-  close(fd);
-  unlink(sock.c_str());
+  EXPECT_EQ(replicateCommandsOnStart(t, {{0, 256ULL << 20}, {1, 256ULL << 20}}, 0),
+            (std::vector<std::string>{"replicate 0", "replicate 1"}));
 }
 
 }  // namespace
