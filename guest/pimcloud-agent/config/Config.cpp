@@ -307,6 +307,15 @@ ConfigResult parseConfig(const std::string& text, const std::string& source) {
                 "\"slow-preferred\" or \"slow-always\"",
                 cfg.staticPlacement)) {
       cfg.engine.staticPlacement = cfg.staticPlacement;
+      // On a PIM-only system node 0 is stack 1, not a slow tier to place or demote into.
+      if (isTiered(cfg.staticPlacement) && cfg.topology.firstStack == 0 &&
+          cfg.engine.slowNode == kHostSlowNode) {
+        c.error("placement.static",
+                std::string("is \"") + toString(cfg.staticPlacement) +
+                    "\" with first_stack 0, where node 0 is stack 1, not a slow tier; set "
+                    "placement.slow_node to a far-memory node after the stacks, or use "
+                    "ft, cc or il");
+      }
     }
     double mib = 64;
     if (c.number(p, "reserve_mib", "placement.reserve_mib", mib, 0, 1e7)) {

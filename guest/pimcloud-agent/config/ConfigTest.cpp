@@ -134,6 +134,15 @@ TEST(Config, FirstStackIsZeroOrOne) {
   ASSERT_EQ(both.errors.size(), 1U);
   EXPECT_NE(both.errors[0].find("make host_cpus empty or first_stack 1"), std::string::npos)
       << both.errors[0];
+  // A tiered placement needs a slow tier: on a PIM-only system node 0 is a stack.
+  const auto tiered = parseConfig(R"({"topology": "sysfs", "apps": [],
+    "placement": {"first_stack": 0, "static": "fast-preferred"}})", "d.json");
+  ASSERT_EQ(tiered.errors.size(), 1U);
+  EXPECT_NE(tiered.errors[0].find("d.json: field \"placement.static\": is \"fast-preferred\" "
+                                  "with first_stack 0"), std::string::npos) << tiered.errors[0];
+  const auto farTier = parseConfig(R"({"topology": "sysfs", "apps": [],
+    "placement": {"first_stack": 0, "static": "fast-preferred", "slow_node": 2}})", "e.json");
+  EXPECT_TRUE(farTier.config) << (farTier.errors.empty() ? "" : farTier.errors[0]);
 }
 
 TEST(Config, SyntaxErrorSaysWhere) {
