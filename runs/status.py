@@ -93,11 +93,9 @@ def campaign_status(campaign: Campaign, *,
     recorded = campaign.record.get("estimate_per_run_s")
     if estimate_per_run_s is None and isinstance(recorded, int | float) and recorded > 0:
         estimate_per_run_s = float(recorded)
-    if estimate_per_run_s is not None:
-        estimate = estimate_per_run_s
-    else:
-        estimate = (sum(done_seconds) / len(done_seconds) if done_seconds
-                    else _first_estimate(campaign))
+    estimate = (estimate_per_run_s if estimate_per_run_s is not None
+                else sum(done_seconds) / len(done_seconds) if done_seconds
+                else _first_estimate(campaign))
     counts = {name: sum(1 for s in states if s.state == name)
               for name in ("done", "running", "failed", "pending")}
     jobs = int(campaign.record.get("jobs", 1) or 1)

@@ -14,6 +14,7 @@ The top of the layers: it composes campaigns (runs) and their analysis.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -274,7 +275,7 @@ def _status(args: argparse.Namespace) -> int:
             # The ETA as `study plan` prices the cell now (its measured CPU a request), not
             # the campaign's generic speed table, which knows nothing of the service.
             costs = request_costs(study, root) if costs is None else costs
-            status = campaign_status(campaign, estimate_per_run_s=cell_price_per_run(
+            status = dataclasses.replace(status, estimate_per_run_s=cell_price_per_run(
                 campaign.spec, cell, status.jobs, costs.get(cell.name)))
         print(f"{cell.name:<24} {summary_line(status)}")
     return 0
