@@ -41,6 +41,7 @@ from pimcloud.topology.model import Topology, stack_cluster
 from pimcloud.workloads.besteffort import PROGRAM as BE_PROGRAM
 from pimcloud.workloads.besteffort import be_command
 from pimcloud.workloads.harness_args import LaunchArgs, RunArgs
+from pimcloud.workloads.services import SERVICES
 
 from .spec import TIERING_MODES, Run
 
@@ -800,9 +801,13 @@ def ship_programs_to(folder: Path, names: list[str]) -> list[str]:
 
 
 def service_programs(run: Run) -> list[str]:
-    """What launching the app set runs: its services, and the agent for static placement."""
-    return [f"pimcloud-{app.name}" for app in run.apps] + (
-        ["pimcloud-agent"] if placement_prefix(run, 0) else [])
+    """What launching the app set runs: its services (with the files each needs beside
+    it), and the agent for static placement."""
+    programs = []
+    for app in run.apps:
+        service = SERVICES.get(app.name)
+        programs += [f"pimcloud-{app.name}", *(service.companions if service else ())]
+    return programs + (["pimcloud-agent"] if placement_prefix(run, 0) else [])
 
 
 def run_programs(run: Run) -> list[str]:

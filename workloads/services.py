@@ -28,9 +28,13 @@ class ServiceSpec:
     # harness's replicate command; the others decline: their read-only data live in
     # engine-owned files, and Linux cannot bind page-cache pages per node).
     replicates: bool = False
-    # User-space instructions one more worker adds to the service's start-up, natively
-    # (workloads/bench/bench_startup.py): what prices a gem5 set-up beyond its fixed part.
+    # User-space instructions of the service's start-up natively with one worker, and what
+    # each further worker adds (workloads/bench/bench_startup.py): what prices a gem5
+    # set-up beyond its fixed part (0: within the fixed part).
     startup_instructions: float = 0.0
+    worker_startup_instructions: float = 0.0
+    # Files built beside the program that it needs at run time (a run ships them with it).
+    companions: tuple[str, ...] = ()
 
     @property
     def needs_data(self) -> bool:
@@ -100,7 +104,11 @@ SERVICES: dict[str, ServiceSpec] = {
             10 * MS,
             "one English sentence (4-16 words) per request, uniform",
             "translate",
-            startup_instructions=937e6,  # an Apertium pipeline a worker, 11 processes
+            # one Apertium pipeline (11 processes) loads; each further worker's is a
+            # copy of it (prefork.c, preloaded into the stages: the companion file)
+            startup_instructions=702e6,
+            worker_startup_instructions=6.8e6,
+            companions=("libpimcloud-prefork.so",),
         ),
         ServiceSpec(
             "speech",

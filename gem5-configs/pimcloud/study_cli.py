@@ -150,7 +150,7 @@ def _plan(args: argparse.Namespace) -> int:
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
                      f"app checkpoint {format_seconds(cell_setup)}"
-                     + (f" ({format_seconds(startup / cell.cores)} a worker's start-up)"
+                     + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
                      f"{cost.describe() if cost else 'the study estimate of service time'})")
@@ -162,7 +162,7 @@ def _plan(args: argparse.Namespace) -> int:
     for (topology, counters), seconds in boots.items():
         print(f"  {boot_name(topology, counters)}: {format_seconds(seconds)}")
     if rate:
-        print(f"  a worker's start-up at {rate[0]:,.0f} guest instructions a host CPU second "
+        print(f"  start-up at {rate[0]:,.0f} guest instructions a host CPU second "
               f"({rate[1]})")
     lanes = args.jobs or len(os.sched_getaffinity(0))  # as `study run` makes them
     print(f"total host time {format_seconds(total)}; with {lanes} cell(s) at a time at least "

@@ -436,3 +436,20 @@ def test_wait_placed_starts_the_requests_after_the_agents_initial_allocation(
     written = tmp_path / "agent.json"
     written.write_text(json.dumps(agent_config(pim)))
     check_agent_config(written)
+
+
+def test_a_translate_set_up_ships_the_prefork_library_beside_the_service(
+        tmp_path: Path) -> None:
+    """pimcloud-translate finds libpimcloud-prefork.so beside itself (its stages preload
+    it), so an app set with translate ships both from the real build."""
+    from pimcloud.runs.spec import parse_spec
+
+    if not program_candidates("libpimcloud-prefork.so"):
+        pytest.skip("the translate service is not built (make cxx)")
+    spec = parse_spec({
+        "name": "p", "system": {"topology": "arch1", "backend": "gem5"},
+        "apps": {"translate": {"threads": 4}}, "scenario": {"apps": ["translate"]},
+        "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": "10ms"}}, "<test>")
+    write_setup(next(iter(spec.runs())), tmp_path / "setup")
+    shipped = {path.name for path in (tmp_path / "setup/bin").iterdir()}
+    assert {"pimcloud-translate", "libpimcloud-prefork.so"} <= shipped

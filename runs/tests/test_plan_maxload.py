@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -471,12 +472,15 @@ def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
 
     _, four = plan_of("translate", 4)
     spec, sixteen = plan_of("translate", 16)
-    per_worker = SERVICES["translate"].startup_instructions / 390e3
-    assert list(four.startups.values()) == [pytest.approx(4 * per_worker)]
-    assert list(sixteen.startups.values()) == [pytest.approx(16 * per_worker)]
+    translate = SERVICES["translate"]
+    first, further = (translate.startup_instructions / 390e3,
+                      translate.worker_startup_instructions / 390e3)
+    assert 0 < further < first / 10  # the further workers' pipelines are forked copies
+    assert list(four.startups.values()) == [pytest.approx(first + 3 * further)]
+    assert list(sixteen.startups.values()) == [pytest.approx(first + 15 * further)]
     assert sixteen.startup_rate == (390e3, "gem5.opt on the reference host")
     ((_, _, seconds),) = sixteen.setups.values()
-    assert seconds > 16 * per_worker
+    assert seconds > first + 15 * further
     _, kvstore = plan_of("kvstore", 16)
     assert kvstore.startups == {} and kvstore.startup_rate is None
     stored = make_plan(spec, "gem5", 1, None, {app_set_of(spec.runs()[0])})
@@ -485,16 +489,21 @@ def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
 
 def test_the_plan_warns_of_a_set_up_longer_than_the_host_time_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """16 translate workers' start-up (over 10 h at the default rate) against a 6 h limit:
+    """16 translate workers' start-up, each loading its own pipeline (--opt prefork=0:
+    over 10 h at the default rate), against a 6 h limit:
     with progress checkpoints every 20 min it takes 2 attempts (within the default retries)
     or, under a 2 h limit, more than a run gets; with none, or with them no more often than
     the limit, it cannot finish; a run over the limit is named too; under a limit long
     enough the plan says nothing."""
     from pimcloud.runs.plan import format_plan, make_plan, over_limit
     from pimcloud.runs.spec import parse_spec
+    from pimcloud.workloads.services import SERVICES
 
     monkeypatch.setenv("PIMCLOUD_CHECKPOINTS", str(tmp_path))  # an empty store
     monkeypatch.delenv("GEM5", raising=False)
+    own = dataclasses.replace(SERVICES["translate"], startup_instructions=937e6,
+                              worker_startup_instructions=937e6)  # natively, prefork=0
+    monkeypatch.setitem(SERVICES, "translate", own)
 
     def plan_of(host_time: str, progress: str | None, measured: str = "10ms") -> list[str]:
         spec = parse_spec({

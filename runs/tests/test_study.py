@@ -445,8 +445,9 @@ def test_a_measured_cpu_a_request_sets_a_runs_work_however_its_capacity_was_esti
 
 
 def test_the_shipped_plan_prices_translates_pipelines(tmp_path: Path) -> None:
-    """The real plan of the shipped study: translate's app checkpoint grows with its
-    workers (4 on arch1, 16 on arch8) where kvstore's does not."""
+    """The real plan of the shipped study: translate's app checkpoint holds its start-up
+    (one pipeline's load, which its further workers' copies share: 4 workers on arch1,
+    16 on arch8), kvstore's does not."""
     done = subprocess.run(
         [sys.executable, "-m", "pimcloud.cli", "study", "plan", "characterisation-gem5",
          "--out", str(tmp_path / "s"), "--only", "arch1,arch8", "--services",
@@ -457,12 +458,13 @@ def test_the_shipped_plan_prices_translates_pipelines(tmp_path: Path) -> None:
     lines = {line.split()[0]: line for line in done.stdout.splitlines()
              if line.startswith("  arch")}
     assert "start-up" in lines["arch1-translate"] and "start-up" not in lines["arch1-kvstore"]
-    assert "a worker's start-up at 390,000 guest instructions" in done.stdout
+    assert "start-up at 390,000 guest instructions" in done.stdout
 
     def setup_s(line: str) -> float:
         return parse_host_s(line.split("app checkpoint ")[1].split()[0].rstrip(","))
 
-    assert setup_s(lines["arch8-translate"]) > 3 * setup_s(lines["arch1-translate"]) * 0.9
+    assert (setup_s(lines["arch1-translate"]) < setup_s(lines["arch8-translate"])
+            < 1.5 * setup_s(lines["arch1-translate"]))
     assert setup_s(lines["arch1-translate"]) > 4 * setup_s(lines["arch1-kvstore"])
 
 

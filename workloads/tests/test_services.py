@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -205,6 +207,51 @@ def test_translate_draws_short_requests_only_when_asked(
     assert 0 < out.summary["service"]["sentences"] < 100  # the short ones of the 520
     with pytest.raises(RuntimeError, match="must be 0"):
         run("translate", tmp_path / "bad", data_dir, 40, 1, extra=["--opt", "max_words=-1"])
+
+
+def forked_stages() -> int:
+    """Processes whose parent runs the same program (a stage's copy, prefork.c), among
+    the programs of eng-spa's pipeline."""
+    def exe(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/exe").resolve().name
+        except OSError:
+            return ""
+
+    count = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        name = exe(proc.name)
+        if name.startswith(("lt-proc", "apertium", "lrx-proc")) and name == exe(parent):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize(("prefork", "copies"), [("1", THREADS - 1), ("0", 0)])
+def test_translate_workers_share_one_pipeline_start_up(
+    tmp_path: Path, data_dir: Path, need: Need, prefork: str, copies: int
+) -> None:
+    """With prefork (the default) worker 0's 11 stages each fork a copy for every other
+    worker after loading; every copy translates right. Without it, no stage forks."""
+    need("pimcloud-translate")
+    seen: list[int] = []
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(run, "translate", tmp_path, data_dir, 40, 3,
+                              extra=["--log-answers", "--opt", f"prefork={prefork}"])
+        while not running.done():
+            seen.append(forked_stages())
+            time.sleep(0.1)
+        out = running.result()
+    assert_complete(out)
+    assert set(out.requests["thread"]) == set(range(THREADS))
+    assert max(seen) == copies * 11  # the eng-spa mode's 11 stages
+    for line in (tmp_path / "answers.tsv").read_text().splitlines()[1:]:
+        _, _, english, translated = line.split("\t")
+        if english == "The cat is in the house.":
+            assert "gato" in translated and "casa" in translated
 
 
 @pytest.mark.slow

@@ -2,13 +2,21 @@
 // Each worker keeps one Apertium pipeline running (the stages of eng-spa.mode, each in
 // null-flush mode -z), writes a sentence followed by NUL and reads the translation up to
 // the next NUL, so a request pays for translation, not for starting ten processes.
+// The pipelines share one start-up (--opt prefork=1, the default): worker 0's stages load
+// their dictionaries and each then forks a copy a further worker (prefork.c), joined by
+// FIFOs, so N workers cost one pipeline's load instead of N.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -44,6 +52,48 @@ std::string null_flush_pipeline(const std::string& mode_file) {
       "$1 -z ");
 }
 
+// The pipeline's stages, split at its pipes (the mode files quote paths, never a '|').
+std::vector<std::string> stages_of(const std::string& pipeline) {
+  std::vector<std::string> stages;
+  std::size_t from = 0;
+  for (std::size_t bar; (bar = pipeline.find('|', from)) != std::string::npos; from = bar + 1) {
+    stages.push_back(pipeline.substr(from, bar - from));
+  }
+  stages.push_back(pipeline.substr(from));
+  return stages;
+}
+
+// The pipeline with each stage told where it stands, for prefork.c: stage i of `copies`.
+std::string preforking_pipeline(const std::string& pipeline, const std::string& fifo_dir,
+                                int copies) {
+  const auto stages = stages_of(pipeline);
+  std::string out;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (i > 0) out += " |";
+    out += " PIMCLOUD_PREFORK=" + fifo_dir + ":" + std::to_string(i) + ":" +
+           std::to_string(copies) + " " + stages[i].substr(stages[i].find_first_not_of(' '));
+  }
+  return out;
+}
+
+// LD_PRELOAD with `library` first and whatever is preloaded already (a profiler's) after.
+std::string preload(const std::string& library) {
+  const char* already = std::getenv("LD_PRELOAD");
+  return "LD_PRELOAD=" + library + (already && *already ? ":" + std::string(already) : "");
+}
+
+// prefork.c's library, built and installed beside this program.
+std::string prefork_library() {
+  const auto here = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  const auto library = here / "libpimcloud-prefork.so";
+  if (!std::filesystem::exists(library)) {
+    throw std::runtime_error(library.string() + " is missing: build it with the service "
+                             "(make cxx), or start every pipeline on its own with "
+                             "--opt prefork=0");
+  }
+  return library.string();
+}
+
 std::size_t word_count(const std::string& s) {
   std::istringstream in(s);
   std::size_t n = 0;
@@ -63,7 +113,8 @@ std::string escape(const std::string& s) {
 
 class Pipeline {
  public:
-  explicit Pipeline(const std::string& command) {
+  // `env`: extra NAME=value entries for the pipeline's processes.
+  Pipeline(const std::string& command, const std::vector<std::string>& env) {
     int to_child[2], from_child[2];
     if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) {
       throw std::runtime_error("pipe failed");
@@ -73,7 +124,18 @@ class Pipeline {
     posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
     posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
     const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-    if (posix_spawn(&pid_, "/bin/sh", &actions, nullptr, const_cast<char**>(argv), environ) != 0) {
+    std::vector<char*> envp;
+    for (const auto& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
+    for (char** e = environ; *e != nullptr; ++e) {  // one entry a name: `env`'s wins
+      const std::string_view entry(*e);
+      const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& mine) {
+        return entry.substr(0, entry.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
+      });
+      if (!replaced) envp.push_back(*e);
+    }
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, "/bin/sh", &actions, nullptr, const_cast<char**>(argv),
+                    envp.data()) != 0) {
       throw std::runtime_error("cannot start the Apertium pipeline");
     }
     posix_spawn_file_actions_destroy(&actions);
@@ -82,11 +144,13 @@ class Pipeline {
     in_ = to_child[1];
     out_ = from_child[0];
   }
+  // A forked copy's ends: the FIFOs its first and last stages read and write.
+  Pipeline(int in, int out) : in_(in), out_(out) {}
   ~Pipeline() {
     close(in_);  // end of input: every stage exits
     close(out_);
     int status = 0;
-    waitpid(pid_, &status, 0);
+    if (pid_ > 0) waitpid(pid_, &status, 0);
   }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -127,7 +191,8 @@ class Translate final : public Service {
  public:
   explicit Translate(const ServiceArgs& args)
       : pipeline_(null_flush_pipeline(
-            args.option("mode", "/usr/share/apertium/modes/eng-spa.mode"))) {
+            args.option("mode", "/usr/share/apertium/modes/eng-spa.mode"))),
+        prefork_(args.option_int("prefork", 1) != 0) {
     std::ifstream in(args.data_dir + "/translate/sentences.txt");
     if (!in) {
       throw std::runtime_error(args.data_dir + "/translate/sentences.txt is missing; build it "
@@ -154,10 +219,14 @@ class Translate final : public Service {
   }
 
   void start(int workers) override {
-    for (int i = 0; i < workers; ++i) {
-      workers_.push_back(std::make_unique<Pipeline>(pipeline_));
-      workers_.back()->translate("Hello.");  // load every stage's data before timing
+    if (!prefork_ || workers == 1) {
+      for (int i = 0; i < workers; ++i) {
+        workers_.push_back(std::make_unique<Pipeline>(pipeline_, std::vector<std::string>{}));
+        workers_.back()->translate("Hello.");  // load every stage's data before timing
+      }
+      return;
     }
+    start_preforked(workers);
   }
 
   Request make_request(Rng& rng) override { return {sentences_[rng() % sentences_.size()]}; }
@@ -176,7 +245,50 @@ class Translate final : public Service {
   }
 
  private:
+  // Worker 0's pipeline loads; its "Hello." reaches every stage, whose first read forks
+  // the other workers' copies (prefork.c); each copy's ends are FIFOs made here.
+  void start_preforked(int workers) {
+    char dir[] = "/tmp/pimcloud-translate-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("cannot make a folder in /tmp");
+    const std::size_t stages = stages_of(pipeline_).size();
+    const auto fifo = [&](int copy, std::size_t stage) {
+      return std::string(dir) + "/" + std::to_string(copy) + "." + std::to_string(stage);
+    };
+    for (int k = 1; k < workers; ++k) {
+      for (std::size_t s = 0; s <= stages; ++s) {
+        if (mkfifo(fifo(k, s).c_str(), 0600) != 0) {
+          throw std::runtime_error("cannot make the FIFO " + fifo(k, s));
+        }
+      }
+    }
+    workers_.push_back(std::make_unique<Pipeline>(
+        preforking_pipeline(pipeline_, dir, workers),
+        std::vector<std::string>{preload(prefork_library())}));
+    workers_.back()->translate("Hello.");  // every stage has loaded and forked its copies
+    // A stage that reads its input some way prefork.c does not see never forks: its
+    // copies' FIFOs would wait for ever, so the wait is bounded.
+    struct sigaction on_alarm {};
+    on_alarm.sa_handler = [](int) {};
+    sigaction(SIGALRM, &on_alarm, nullptr);  // no SA_RESTART: open() returns EINTR
+    alarm(120);
+    for (int k = 1; k < workers; ++k) {
+      const int in = open(fifo(k, 0).c_str(), O_WRONLY | O_CLOEXEC);
+      const int out = in < 0 ? -1 : open(fifo(k, stages).c_str(), O_RDONLY | O_CLOEXEC);
+      if (in < 0 || out < 0) {
+        throw std::runtime_error("worker " + std::to_string(k) + "'s copy of the Apertium "
+                                 "pipeline did not start in 120 s (" + std::strerror(errno) +
+                                 "): a stage did not fork at its first read (prefork.c); "
+                                 "--opt prefork=0 starts every pipeline on its own");
+      }
+      workers_.push_back(std::make_unique<Pipeline>(in, out));
+      workers_.back()->translate("Hello.");
+    }
+    alarm(0);
+    std::filesystem::remove_all(dir);  // the opened FIFOs stay open
+  }
+
   std::string pipeline_;
+  bool prefork_;
   std::vector<std::string> sentences_;
   std::vector<std::unique_ptr<Pipeline>> workers_;
 };
