@@ -237,11 +237,10 @@ def startup_seconds(run: Run, instructions_per_s: float) -> float:
     """Host CPU seconds a run's services' start-up adds to its set-up: the start-up
     instructions of each service and of its further workers (the service registry's,
     measured natively) at the atomic cores' rate."""
-    workers = {app.name: int(app.threads or run.scenario.threads) for app in run.apps}
     return float(sum(
-        SERVICES[name].startup_instructions
-        + (count - 1) * SERVICES[name].worker_startup_instructions
-        for name, count in workers.items())) / instructions_per_s
+        SERVICES[app.name].startup_instructions_of(int(app.threads or run.scenario.threads),
+                                                   app.options)
+        for app in run.apps)) / instructions_per_s
 
 
 def stored_checkpoints(spec: CampaignSpec, log: Callable[[str], None] = print

@@ -8,6 +8,7 @@ re-derive it in simulation with a load sweep; these are the defaults until it do
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -33,12 +34,22 @@ class ServiceSpec:
     # set-up beyond its fixed part (0: within the fixed part).
     startup_instructions: float = 0.0
     worker_startup_instructions: float = 0.0
+    # The --opt KEY=VALUE with which each further worker starts up as the first did
+    # (translate: "prefork=0", every pipeline loading on its own).
+    unshared_startup: str = ""
     # Files built beside the program that it needs at run time (a run ships them with it).
     companions: tuple[str, ...] = ()
 
     @property
     def needs_data(self) -> bool:
         return bool(self.data_set)
+
+    def startup_instructions_of(self, workers: int, options: Mapping[str, str]) -> float:
+        """The start-up's instructions with ``workers`` workers and these --opt options."""
+        key, _, value = self.unshared_startup.partition("=")
+        further = (self.startup_instructions if key and options.get(key) == value
+                   else self.worker_startup_instructions)
+        return self.startup_instructions + (workers - 1) * further
 
 
 MS = 1_000_000
@@ -108,6 +119,7 @@ SERVICES: dict[str, ServiceSpec] = {
             # copy of it (prefork.c, preloaded into the stages: the companion file)
             startup_instructions=702e6,
             worker_startup_instructions=6.8e6,
+            unshared_startup="prefork=0",
             companions=("libpimcloud-prefork.so",),
         ),
         ServiceSpec(

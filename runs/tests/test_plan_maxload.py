@@ -452,8 +452,9 @@ def test_a_set_up_is_priced_by_its_workers_start_up_at_the_stores_instruction_ra
 
 def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real plan: 16 translate workers' set-up is 4x the start-up of 4, kvstore's has
-    none, and a stored app checkpoint costs nothing."""
+    """The real plan: translate's set-up holds one pipeline's start-up and a forked copy's
+    a further worker (each pipeline's own with --opt prefork=0), kvstore's has none, and a
+    stored app checkpoint costs nothing."""
     from pimcloud.runs.plan import Plan, app_set_of, make_plan
     from pimcloud.runs.spec import CampaignSpec, parse_spec
     from pimcloud.workloads.services import SERVICES
@@ -481,6 +482,13 @@ def test_a_campaigns_plan_prices_translates_set_up_by_its_workers(
     assert sixteen.startup_rate == (390e3, "gem5.opt on the reference host")
     ((_, _, seconds),) = sixteen.setups.values()
     assert seconds > first + 15 * further
+    # Each pipeline loading on its own (--opt prefork=0) is priced as such.
+    own = parse_spec({
+        "name": "p", "system": {"topology": "arch8", "backend": "gem5"},
+        "apps": {"translate": {"threads": 16, "options": {"prefork": "0"}}},
+        "scenario": {"apps": ["translate"], "threads": 16},
+        "axes": {"rps": [100.0]}, "length": {"warmup": "1ms", "measured": "10ms"}}, "<test>")
+    assert list(make_plan(own, "gem5", 1).startups.values()) == [pytest.approx(16 * first)]
     _, kvstore = plan_of("kvstore", 16)
     assert kvstore.startups == {} and kvstore.startup_rate is None
     stored = make_plan(spec, "gem5", 1, None, {app_set_of(spec.runs()[0])})

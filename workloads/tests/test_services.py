@@ -209,25 +209,39 @@ def test_translate_draws_short_requests_only_when_asked(
         run("translate", tmp_path / "bad", data_dir, 40, 1, extra=["--opt", "max_words=-1"])
 
 
-def forked_stages() -> int:
-    """Processes whose parent runs the same program (a stage's copy, prefork.c), among
-    the programs of eng-spa's pipeline."""
-    def exe(pid: str) -> str:
-        try:
-            return Path(f"/proc/{pid}/exe").resolve().name
-        except OSError:
-            return ""
-
-    count = 0
+def _parents() -> dict[int, int]:
+    parents = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
+            parents[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        name = exe(proc.name)
-        if name.startswith(("lt-proc", "apertium", "lrx-proc")) and name == exe(parent):
-            count += 1
-    return count
+    return parents
+
+
+def _exe(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/exe").resolve().name
+    except OSError:
+        return ""
+
+
+def forked_stages(out_folder: Path) -> int:
+    """In the process tree of the service writing to ``out_folder``: processes whose
+    parent runs the same program (a stage's copy, prefork.c)."""
+    parents = _parents()
+    service = [pid for pid in parents
+               if _exe(pid) == "pimcloud-translate" and str(out_folder).encode()
+               in Path(f"/proc/{pid}/cmdline").read_bytes()] if parents else []
+    tree, grew = set(service), True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(1 for pid in tree - set(service)
+               if parents.get(pid) in tree and _exe(pid) == _exe(parents[pid]))
 
 
 @pytest.mark.parametrize(("prefork", "copies"), [("1", THREADS - 1), ("0", 0)])
@@ -235,14 +249,15 @@ def test_translate_workers_share_one_pipeline_start_up(
     tmp_path: Path, data_dir: Path, need: Need, prefork: str, copies: int
 ) -> None:
     """With prefork (the default) worker 0's 11 stages each fork a copy for every other
-    worker after loading; every copy translates right. Without it, no stage forks."""
+    worker after loading (each copy answered "Hello." as worker 0 did, or the service
+    would not start); every worker serves. Without it, no stage forks."""
     need("pimcloud-translate")
     seen: list[int] = []
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(run, "translate", tmp_path, data_dir, 40, 3,
                               extra=["--log-answers", "--opt", f"prefork={prefork}"])
         while not running.done():
-            seen.append(forked_stages())
+            seen.append(forked_stages(tmp_path))
             time.sleep(0.1)
         out = running.result()
     assert_complete(out)
@@ -252,6 +267,32 @@ def test_translate_workers_share_one_pipeline_start_up(
         _, _, english, translated = line.split("\t")
         if english == "The cat is in the house.":
             assert "gato" in translated and "casa" in translated
+
+
+def test_translate_names_a_stage_that_never_forks_and_leaves_no_copy_behind(
+    tmp_path: Path, data_dir: Path, need: Need
+) -> None:
+    """A stage that reads without the preload (here `env -u LD_PRELOAD cat`) never forks:
+    the service stops with an error naming the copy, within its wait, and the copies the
+    other stages made end instead of waiting for their FIFOs."""
+    need("pimcloud-translate")
+    mode = tmp_path / "cats.mode"
+    mode.write_text("cat | env -u LD_PRELOAD cat | cat\n")
+    with pytest.raises(RuntimeError, match="worker 1's copy of the Apertium pipeline did not "
+                                           "start: no answer through its stages"):
+        run("translate", tmp_path / "out", data_dir, 40, 1,
+            extra=["--opt", f"mode={mode}", "--opt", "prefork_wait_ms=2000"])
+    time.sleep(0.5)
+    left = [pid for pid in _parents() if _exe(pid) == "cat" and b"PIMCLOUD_PREFORK=" in
+            _environ(pid)]
+    assert left == []
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.mark.slow

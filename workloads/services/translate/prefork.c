@@ -1,18 +1,20 @@
 // One start-up for every worker's Apertium pipeline ("prefork").
 //
 // Each translate worker keeps its own pipeline of Apertium's stages (11 processes), and
-// every stage loads its dictionaries before it reads a byte: 937 M instructions a worker,
-// hours of gem5's atomic cores for a 16-worker preset. Preloaded into the stages, this
-// library lets one pipeline load and then copy itself: a stage started with
+// the stages load their dictionaries and transfer rules before they read their input: 937 M
+// instructions a worker, hours of gem5's atomic cores for a 16-worker preset. Preloaded
+// into the stages, this library lets one pipeline load and then copy itself: a stage
+// started with
 //     PIMCLOUD_PREFORK=<dir>:<stage>:<copies>
-// forks copies-1 children the first time it reads its standard input (its dictionaries
+// forks copies-1 children the first time it reads its standard input (what it loads,
 // loaded), child k reading the FIFO <dir>/<k>.<stage> and writing <dir>/<k>.<stage+1>.
 // The copies share the loaded pages copy-on-write, as Moses's threads share one model;
-// each still translates on its own processes. Apertium's programs read their input through
-// these C library entry points (lttoolbox: __uflow and ICU's __fread_chk; lex-tools:
-// fread; C++ streams: getc, getwc, read), all called across a library boundary, so a
-// preload sees them.
+// each still translates on its own processes. The installed stages read their input
+// through __uflow (lttoolbox's and libapertium's getc_unlocked) or fread (lex-tools),
+// called across a library boundary, so a preload sees them; the other entry points below
+// cover the C library's other ways to read a stream.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,26 +34,49 @@ static void fail(const char* what, const char* path) {
 static void reopen(int fd, const char* dir, int copy, int stage, int flags) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%d.%d", dir, copy, stage);
-  const int opened = open(path, flags | O_CLOEXEC);
+  int opened;
+  do {
+    opened = open(path, flags | O_CLOEXEC);
+  } while (opened < 0 && errno == EINTR);
   if (opened < 0) fail("cannot open", path);
   if (dup2(opened, fd) < 0) fail("cannot dup2", path);
   close(opened);
 }
 
-// Parses PIMCLOUD_PREFORK; 0 when it is unset or malformed (the process then runs alone).
+// Parses PIMCLOUD_PREFORK; 0 when it is unset (the process then runs alone). A malformed
+// value is an error: the service would wait for copies that never come.
 static int parse(char* dir, size_t size, int* stage, int* copies) {
   const char* spec = getenv("PIMCLOUD_PREFORK");
   if (spec == NULL) return 0;
   const char* colon = strrchr(spec, ':');
-  if (colon == NULL || colon == spec) return 0;
-  const char* first = colon - 1;
-  while (first > spec && *first != ':') --first;
-  if (*first != ':' || (size_t)(first - spec) >= size) return 0;
+  const char* first = colon;
+  while (first != NULL && first > spec && *--first != ':') {
+  }
+  if (colon == NULL || first == NULL || *first != ':' || (size_t)(first - spec) >= size) {
+    errno = EINVAL;
+    fail("PIMCLOUD_PREFORK is not <dir>:<stage>:<copies>:", spec);
+  }
   memcpy(dir, spec, (size_t)(first - spec));
   dir[first - spec] = '\0';
-  *stage = atoi(first + 1);
-  *copies = atoi(colon + 1);
-  return *stage >= 0 && *copies >= 1;
+  char* end = NULL;
+  *stage = (int)strtol(first + 1, &end, 10);
+  const int stage_ok = end == colon && end != first + 1;
+  *copies = (int)strtol(colon + 1, &end, 10);
+  if (!stage_ok || *end != '\0' || end == colon + 1 || *stage < 0 || *copies < 1) {
+    errno = EINVAL;
+    fail("PIMCLOUD_PREFORK is not <dir>:<stage>:<copies>:", spec);
+  }
+  return 1;
+}
+
+// fork copies the calling thread only: a stage that started others cannot be copied.
+static int threads(void) {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == NULL) return 1;
+  int count = 0;
+  for (struct dirent* entry; (entry = readdir(tasks)) != NULL;) count += entry->d_name[0] != '.';
+  closedir(tasks);
+  return count;
 }
 
 static void prefork_now(void) {
@@ -60,11 +85,23 @@ static void prefork_now(void) {
   char dir[4096];
   int stage = 0, copies = 1;
   if (!parse(dir, sizeof dir, &stage, &copies)) return;
-  fflush(stdout);  // nothing written before the fork is written twice
+  unsetenv("PIMCLOUD_PREFORK");  // a program the stage runs is not a stage
+  if (copies > 1 && threads() > 1) {
+    errno = ENOTSUP;
+    fail("cannot copy a stage that runs threads:", dir);
+  }
+  fflush(stdout);  // the stages write nothing before their first read; should one, once
   for (int k = 1; k < copies; ++k) {
     const pid_t pid = fork();
     if (pid < 0) fail("cannot fork for copy", dir);
     if (pid == 0) {
+      // Let go of worker 0's pipes first, so that worker 0's pipeline still ends if this
+      // copy never gets its FIFOs.
+      const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0) {
+        fail("cannot open", "/dev/null");
+      }
+      close(null);
       // Input first: each FIFO's two ends meet in the order the data flows (no deadlock).
       reopen(STDIN_FILENO, dir, k, stage, O_RDONLY);
       reopen(STDOUT_FILENO, dir, k, stage + 1, O_WRONLY);

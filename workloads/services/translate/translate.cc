@@ -6,6 +6,7 @@
 // their dictionaries and each then forks a copy a further worker (prefork.c), joined by
 // FIFOs, so N workers cost one pipeline's load instead of N.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -69,9 +71,13 @@ std::string preforking_pipeline(const std::string& pipeline, const std::string& 
   const auto stages = stages_of(pipeline);
   std::string out;
   for (std::size_t i = 0; i < stages.size(); ++i) {
+    const auto first = stages[i].find_first_not_of(" \t\n");
+    if (first == std::string::npos) {
+      throw std::invalid_argument("the mode's pipeline has an empty stage: " + pipeline);
+    }
     if (i > 0) out += " |";
     out += " PIMCLOUD_PREFORK=" + fifo_dir + ":" + std::to_string(i) + ":" +
-           std::to_string(copies) + " " + stages[i].substr(stages[i].find_first_not_of(' '));
+           std::to_string(copies) + " " + stages[i].substr(first);
   }
   return out;
 }
@@ -156,6 +162,11 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   std::string translate(const std::string& sentence) {
+    send(sentence);
+    return receive();
+  }
+
+  void send(const std::string& sentence) {
     // A trailing blank: lt-proc -z only emits the last unit once something follows it.
     const std::string msg = escape(sentence) + '\n' + '\0';
     for (std::size_t done = 0; done < msg.size();) {
@@ -163,6 +174,9 @@ class Pipeline {
       if (n <= 0) throw std::runtime_error("the Apertium pipeline stopped");
       done += static_cast<std::size_t>(n);
     }
+  }
+
+  std::string receive() {
     std::string answer;
     char buf[4096];
     for (;;) {
@@ -187,12 +201,89 @@ class Pipeline {
   std::string pending_;
 };
 
+// The copies' FIFOs, <path>/<copy>.<stage>, in a folder removed with this object (an
+// opened FIFO stays open).
+struct FifoFolder {
+  std::string path;
+  FifoFolder() {
+    char dir[] = "/tmp/pimcloud-translate-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("cannot make a folder in /tmp");
+    path = dir;
+  }
+  ~FifoFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  FifoFolder(const FifoFolder&) = delete;
+  FifoFolder& operator=(const FifoFolder&) = delete;
+
+  std::string fifo(int copy, std::size_t stage) const {
+    return path + "/" + std::to_string(copy) + "." + std::to_string(stage);
+  }
+  void make(int copy, std::size_t stage) const {
+    if (mkfifo(fifo(copy, stage).c_str(), 0600) != 0) {
+      throw std::runtime_error("cannot make the FIFO " + fifo(copy, stage));
+    }
+  }
+  // Lets copies `from`.. that wait to open their FIFOs go on and then end: every FIFO
+  // held open at both ends for a moment, then closed (each stage then reads end of input).
+  void release(int from, int copies, std::size_t stages) const {
+    std::vector<int> held;
+    for (int k = from; k < copies; ++k) {
+      for (std::size_t s = 0; s <= stages; ++s) {
+        const int fd = open(fifo(k, s).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) held.push_back(fd);
+      }
+    }
+    usleep(100000);
+    for (const int fd : held) close(fd);
+  }
+};
+
+// A copy's two ends, once its first stage reads and within `deadline` its last answers:
+// the read end opens at once (O_NONBLOCK), the write end once the first stage's copy has
+// opened its FIFO, and "Hello." goes through before the ends block again.
+std::unique_ptr<Pipeline> connect_copy(const std::string& first, const std::string& last,
+                                       std::chrono::steady_clock::time_point deadline) {
+  const auto left_ms = [&] {
+    return std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - std::chrono::steady_clock::now()).count());
+  };
+  const int out = open(last.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (out < 0) throw std::runtime_error("cannot open " + last + ": " + std::strerror(errno));
+  int in;
+  while ((in = open(first.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+    const int error = errno;
+    if (error != ENXIO || left_ms() == 0) {  // ENXIO: its first stage has not opened it yet
+      close(out);
+      throw std::runtime_error(error == ENXIO ? "its first stage never read"
+                                              : "cannot open " + first + ": " +
+                                                    std::strerror(error));
+    }
+    usleep(1000);
+  }
+  fcntl(in, F_SETFL, 0);
+  auto copy = std::make_unique<Pipeline>(in, out);
+  copy->send("Hello.");
+  pollfd answer{out, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&answer, 1, static_cast<int>(std::min<long long>(left_ms(), INT_MAX)));
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) throw std::runtime_error("no answer through its stages");
+  fcntl(out, F_SETFL, 0);
+  return copy;
+}
+
 class Translate final : public Service {
  public:
   explicit Translate(const ServiceArgs& args)
       : pipeline_(null_flush_pipeline(
             args.option("mode", "/usr/share/apertium/modes/eng-spa.mode"))),
-        prefork_(args.option_int("prefork", 1) != 0) {
+        prefork_(args.option_int("prefork", 1) != 0),
+        // A stage that reads its input some way prefork.c does not see never forks; its
+        // copies' FIFOs would then wait for ever, so a copy gets this long to answer.
+        copy_wait_(std::chrono::milliseconds(args.option_int("prefork_wait_ms", 120000))) {
     std::ifstream in(args.data_dir + "/translate/sentences.txt");
     if (!in) {
       throw std::runtime_error(args.data_dir + "/translate/sentences.txt is missing; build it "
@@ -246,49 +337,40 @@ class Translate final : public Service {
 
  private:
   // Worker 0's pipeline loads; its "Hello." reaches every stage, whose first read forks
-  // the other workers' copies (prefork.c); each copy's ends are FIFOs made here.
+  // the other workers' copies (prefork.c); each copy's ends are FIFOs made here, and each
+  // copy must answer "Hello." as worker 0 did.
   void start_preforked(int workers) {
-    char dir[] = "/tmp/pimcloud-translate-XXXXXX";
-    if (mkdtemp(dir) == nullptr) throw std::runtime_error("cannot make a folder in /tmp");
+    const std::string library = prefork_library();
+    const FifoFolder fifos;
     const std::size_t stages = stages_of(pipeline_).size();
-    const auto fifo = [&](int copy, std::size_t stage) {
-      return std::string(dir) + "/" + std::to_string(copy) + "." + std::to_string(stage);
-    };
     for (int k = 1; k < workers; ++k) {
-      for (std::size_t s = 0; s <= stages; ++s) {
-        if (mkfifo(fifo(k, s).c_str(), 0600) != 0) {
-          throw std::runtime_error("cannot make the FIFO " + fifo(k, s));
-        }
-      }
+      for (std::size_t s = 0; s <= stages; ++s) fifos.make(k, s);
     }
     workers_.push_back(std::make_unique<Pipeline>(
-        preforking_pipeline(pipeline_, dir, workers),
-        std::vector<std::string>{preload(prefork_library())}));
-    workers_.back()->translate("Hello.");  // every stage has loaded and forked its copies
-    // A stage that reads its input some way prefork.c does not see never forks: its
-    // copies' FIFOs would wait for ever, so the wait is bounded.
-    struct sigaction on_alarm {};
-    on_alarm.sa_handler = [](int) {};
-    sigaction(SIGALRM, &on_alarm, nullptr);  // no SA_RESTART: open() returns EINTR
-    alarm(120);
+        preforking_pipeline(pipeline_, fifos.path, workers),
+        std::vector<std::string>{preload(library)}));
+    const std::string hello = workers_.back()->translate("Hello.");
+    const auto deadline = std::chrono::steady_clock::now() + copy_wait_;
     for (int k = 1; k < workers; ++k) {
-      const int in = open(fifo(k, 0).c_str(), O_WRONLY | O_CLOEXEC);
-      const int out = in < 0 ? -1 : open(fifo(k, stages).c_str(), O_RDONLY | O_CLOEXEC);
-      if (in < 0 || out < 0) {
+      try {
+        workers_.push_back(connect_copy(fifos.fifo(k, 0), fifos.fifo(k, stages), deadline));
+        const std::string answer = workers_.back()->receive();
+        if (answer != hello) {
+          throw std::runtime_error("answered \"Hello.\" with \"" + answer + "\", worker 0 "
+                                   "with \"" + hello + "\"");
+        }
+      } catch (const std::exception& e) {
+        fifos.release(k, workers, stages);
         throw std::runtime_error("worker " + std::to_string(k) + "'s copy of the Apertium "
-                                 "pipeline did not start in 120 s (" + std::strerror(errno) +
-                                 "): a stage did not fork at its first read (prefork.c); "
-                                 "--opt prefork=0 starts every pipeline on its own");
+                                 "pipeline did not start: " + e.what() + " (prefork.c; "
+                                 "--opt prefork=0 starts every pipeline on its own)");
       }
-      workers_.push_back(std::make_unique<Pipeline>(in, out));
-      workers_.back()->translate("Hello.");
     }
-    alarm(0);
-    std::filesystem::remove_all(dir);  // the opened FIFOs stay open
   }
 
   std::string pipeline_;
   bool prefork_;
+  std::chrono::milliseconds copy_wait_;
   std::vector<std::string> sentences_;
   std::vector<std::unique_ptr<Pipeline>> workers_;
 };
