@@ -53,7 +53,7 @@ from typing import Any
 
 from pimcloud.atomic import atomic_write_text
 from pimcloud.topology import TopologyError, load_topology, numa_nodes
-from pimcloud.topology.units import UnitError, parse_time_ps
+from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError
@@ -85,6 +85,7 @@ class StudyService:
     qos_ns: float  # the target used for early stop and as Table II's QoS
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
     host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
+    memory: str = ""  # its cells' [limits] memory, when [cell.limits]' is too small
     requests: int | None = None  # its measured requests, when not the study's
     prewarm_requests: int | None = None  # its prewarm before the app checkpoint, ditto
     # core type -> estimated time a request holds the service's one serial section (oltp's
@@ -241,8 +242,10 @@ class StudySpec:
             "length": {"warmup": _time_text(warmup_s), "measured": _time_text(measured_s)},
         }
         spec.update(self.cell_tables)
-        if service.host_time:
-            spec["limits"] = {**spec.get("limits", {}), "host_time": service.host_time}
+        own_limits = {key: value for key, value in (("host_time", service.host_time),
+                                                    ("memory", service.memory)) if value}
+        if own_limits:
+            spec["limits"] = {**spec.get("limits", {}), **own_limits}
         if cell.dynamic != "none":
             # The agent runs (the default manager: every core, OS scheduling) with its
             # starting figures, so that it profiles nothing, and twenty intervals in the
@@ -432,6 +435,12 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
                 parse_host_seconds(host_time)
             except ValueError as error:
                 raise t.error("host_time", host_time, str(error)) from None
+        memory = t.raw("memory", "")
+        if memory:
+            try:
+                parse_size(memory)
+            except UnitError as error:
+                raise t.error("memory", memory, str(error)) from None
         requests = t.raw("requests")
         if requests is not None:
             requests = t.integer("requests", 300, minimum=100,
@@ -441,7 +450,7 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
             prewarm = t.integer("prewarm_requests", 0)
         t.finish()
         services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      requests, prewarm, serial_s)
+                                      str(memory), requests, prewarm, serial_s)
     return services
 
 

@@ -88,6 +88,13 @@ def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
     assert speech.limits.host_time_s == 300 * 3600
     kv = parse_spec(tomllib.loads(to_toml(study.cell_spec(arch1))))
     assert kv.limits.host_time_s == 8 * 3600
+    # ... and one whose gem5 outgrows [cell.limits]' memory has a memory limit of its own,
+    # its host time still the cells'.
+    translate = parse_spec(tomllib.loads(to_toml(
+        study.cell_spec(cells[("arch8", "translate")]))))
+    assert translate.limits.memory_bytes == 12 * 2**30
+    assert translate.limits.host_time_s == kv.limits.host_time_s
+    assert kv.limits.memory_bytes == speech.limits.memory_bytes == 8 * 2**30
     assert study.services["translate"].options == {"max_words": "4"}
 
 
@@ -103,6 +110,12 @@ def test_study_errors_name_the_field(change: str, message: str) -> None:
                      if not line.startswith(key + " ="))
     with pytest.raises(StudyError, match=re.escape(message)):
         parse_study(tomllib.loads(change + "\n" + text))
+
+
+def test_a_service_limit_that_is_no_size_is_refused() -> None:
+    text = PROJECT_STUDY.replace("[service.imgdnn]\n", '[service.imgdnn]\nmemory = "12 gigs"\n')
+    with pytest.raises(StudyError, match=re.escape("service.imgdnn.memory")):
+        parse_study(tomllib.loads(text))
 
 
 def test_a_service_without_estimates_is_refused() -> None:
