@@ -20,7 +20,7 @@ from pimcloud.gem5_session import (
     restore_mode,
     unimplemented_instructions,
 )
-from pimcloud.supervise import supervise
+from pimcloud.supervise import Supervised, supervise
 
 from .app_checkpoints import AppCheckpoints
 from .checkpoints import Checkpoints, log_tail, signal_name
@@ -34,7 +34,7 @@ from .guest_scenario import (
     wrapup_allowance_s,
     write_scenario,
 )
-from .progress import RunProgress
+from .progress import STITCHED, RunProgress
 from .spec import Run
 
 FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads are not "
@@ -66,6 +66,33 @@ class Outcome:
 
 
 # ----------------------------------------------------------------------------- gem5
+
+RESTART_WHY = ("its resident memory passed the limit, and gem5 v24.0.0.1's O3 CPU keeps "
+               "memory it no longer uses (gem5 issues 2213, 2219): a new process starts "
+               "without it")
+
+
+def memory_restart(progress: RunProgress | None, resumed: tuple[Path, int] | None,
+                   done: Supervised) -> dict[str, Any] | None:
+    """What to record of a gem5 process stopped at the memory limit after it saved a
+    progress checkpoint (the run then goes on from there in a new process, within the same
+    attempt), or None: it ended otherwise, or saved nothing, and a restart would do the
+    same work again."""
+    if done.stopped_for != "memory-limit" or progress is None:
+        return None
+    latest = progress.latest()
+    since = resumed[1] if resumed is not None else -1
+    if latest is None or latest[1] <= since:
+        return None
+    # Its segments hold the time up to its last checkpoint; the rest was spent in vain.
+    saved = [info for info in progress.segments(latest[1]) if info["to_tick"] > since]
+    saved_host = sum(info["host_seconds"] for info in saved)
+    saved_cpu = sum(info.get("cpu_seconds", info["host_seconds"]) for info in saved)
+    return {"from_tick": since if since >= 0 else None, "stopped_at_checkpoint": latest[1],
+            "peak_rss_bytes": done.peak_rss_bytes, "host_seconds": done.host_seconds,
+            "host_seconds_lost": round(max(0.0, done.host_seconds - saved_host), 1),
+            "cpu_seconds_lost": round(max(0.0, done.cpu_seconds - saved_cpu), 1)}
+
 
 class Gem5Backend:
     name = "gem5"
@@ -108,28 +135,50 @@ class Gem5Backend:
             if resumed is not None:
                 restored = resumed[0]
                 used["resumed_from_tick"] = resumed[1]
-        command = self.checkpoints.inputs(run.topology).command(
-            staging / "m5out", *restore_mode(
-                restored, staging / "scenario.tar",
-                max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None,
-                fast_forward=fast_forward, resume=resumed is not None,
-                progress_dir=progress.folder if progress else None,
-                progress_every_s=spec.gem5.progress_every_s,
-                counting=run.scenario.counting))
         log = staging / "gem5.log"
-        done = supervise(command, log=log, host_time_s=spec.limits.host_time_s,
-                         memory_bytes=spec.limits.memory_bytes)
+        m5out = staging / "m5out"
+        restarts: list[dict[str, Any]] = []
+        while True:
+            command = self.checkpoints.inputs(run.topology).command(
+                m5out, *restore_mode(
+                    restored, staging / "scenario.tar",
+                    max_seconds=start_s + budget, stats_period=spec.gem5.stats_period or None,
+                    fast_forward=fast_forward, resume=resumed is not None,
+                    progress_dir=progress.folder if progress else None,
+                    progress_every_s=spec.gem5.progress_every_s,
+                    counting=run.scenario.counting))
+            spent = sum(r["host_seconds"] for r in restarts)
+            done = supervise(command, log=log, host_time_s=spec.limits.host_time_s - spent,
+                             memory_bytes=spec.limits.memory_bytes)
+            restart = memory_restart(progress, resumed, done)
+            if restart is None:
+                break
+            restarts.append(restart)
+            assert progress is not None
+            progress.drop_orphans()  # a segment or checkpoint it was writing when stopped
+            resumed = progress.latest()
+            assert resumed is not None
+            restored = resumed[0]
+            used["resumed_from_tick"] = resumed[1]
+            with log.open("a") as output:
+                output.write(f"pimcloud-runs: a new gem5 goes on from the progress checkpoint "
+                             f"at tick {resumed[1]} (restart {len(restarts)}: {RESTART_WHY})\n")
+            for name in STITCHED:  # the segments hold them up to that tick
+                (m5out / name).unlink(missing_ok=True)
         text = log.read_text(errors="replace")
         tick = last_tick(text)
         simulated = (tick / 1e12 - start_s) if tick is not None else None
         extra: dict[str, Any] = {**used, "command": command,
-                                 "peak_rss_bytes": done.peak_rss_bytes,
+                                 "peak_rss_bytes": max([done.peak_rss_bytes] + [
+                                     r["peak_rss_bytes"] for r in restarts]),
                                  "returncode": done.returncode,
                                  # gem5 ran these as no-ops: the run's numbers may be wrong
                                  "unimplemented": unimplemented_instructions(text)}
-        m5out = staging / "m5out"
-        host_seconds = done.host_seconds
-        cpu_seconds = done.cpu_seconds
+        if restarts:
+            extra["memory_restarts"] = restarts
+        # A restarted process's time past its last checkpoint was spent, and is counted.
+        host_seconds = done.host_seconds + sum(r["host_seconds_lost"] for r in restarts)
+        cpu_seconds = done.cpu_seconds + sum(r["cpu_seconds_lost"] for r in restarts)
         if progress is not None and resumed is not None:
             # The run's files and host time are its segments' and this attempt's.
             extra["segments"] = progress.stitch(m5out, resumed[1])

@@ -35,7 +35,7 @@ warmup = "10ms"
 measured = "100ms"
 [limits]
 host_time = "{host_time}"
-memory = "2GiB"
+memory = "{memory}"
 retries = {retries}
 """
 
@@ -63,9 +63,10 @@ def write_spec(tmp_path: Path) -> Callable[..., Path]:
     (tmp_path / "disk.img").write_bytes(b"fake image" * 100)
 
     def write(name: str = "fake", host_time: str = "60s", retries: int = 1,
-              extra: str = "") -> Path:
+              extra: str = "", memory: str = "2GiB") -> Path:
         path = tmp_path / f"{name}.toml"
-        path.write_text(SPEC.format(name=name, host_time=host_time, retries=retries) + extra)
+        path.write_text(SPEC.format(name=name, host_time=host_time, retries=retries,
+                                    memory=memory) + extra)
         return path
 
     return write

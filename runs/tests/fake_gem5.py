@@ -154,10 +154,19 @@ def save_progress(folder: Path, outdir: Path, tick: int, from_tick: int, state: 
             old.rmdir()
 
 
+def hog_memory() -> None:
+    """Hold 256 MiB of touched memory until stopped (a minute at most)."""
+    held = b"\x01" * (256 << 20)
+    time.sleep(60)
+    print(f"fake gem5: nobody stopped me ({len(held)} B)", flush=True)
+
+
 def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
                     what: str) -> int:
     """A run in STEPS steps (FAKE_GEM5_STEP_SLEEP host seconds each) with progress
-    checkpoints; "die@K" SIGKILLs this attempt before step K is done. The guest's state
+    checkpoints; "die@K" SIGKILLs this attempt before step K is done, "hog@K" takes 256 MiB
+    after step K (and its progress checkpoint) and waits to be stopped, "hog-now" does so
+    before its first step (gem5's O3 leaks in small). The guest's state
     (steps done) travels in the checkpoint, so resumed steps are neither lost nor
     repeated; results.tar lists them (steps.txt)."""
     saved = (checkpoint / "m5.cpt").read_text()
@@ -167,6 +176,10 @@ def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
     folder = Path(option(argv, "--progress-dir")) if "--progress-dir" in argv else None
     every = float(option(argv, "--progress-every", "1800"))
     die_at = int(what.split("@")[1]) if what.startswith("die@") else None
+    hog_at = 0 if what == "hog-now" else (
+        int(what.split("@")[1]) if what.startswith("hog@") else None)
+    if hog_at == 0:
+        hog_memory()
     length = scenario["warmup_s"] + scenario["measured_s"]
     step_ticks = int(length * 1e12 / STEPS)
     offsets: dict = {}
@@ -187,6 +200,8 @@ def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
             save_progress(folder, outdir, tick, from_tick, state, offsets,
                           round(time.monotonic() - last, 3))
             last, from_tick = time.monotonic(), tick
+        if step == hog_at:
+            hog_memory()
     with (outdir / "board.pc.com_1.device").open("a") as console:
         console.write("pimcloud-scenario-exit 0 uptime_s=1.30\npimcloud-exit uptime_s=1.31\n")
     capacity = json.loads(os.environ.get("FAKE_GEM5_CAPACITY", "{}"))
@@ -251,7 +266,7 @@ def main(argv: list) -> int:
     with tarfile.open(option(argv, "--scenario")) as archive:
         scenario = json.load(archive.extractfile("scenario.json"))
     what = behaviour(scenario["run_id"], state)
-    if what.startswith("die@") or "--progress-dir" in argv:
+    if what.startswith(("die@", "hog")) or "--progress-dir" in argv:
         return stepped_restore(argv, scenario, outdir, checkpoint, what)
     time.sleep(float(os.environ.get("FAKE_GEM5_SLEEP", "0")))
     print(f"fake gem5: run {scenario['run_id']}: {what}", flush=True)

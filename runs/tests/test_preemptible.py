@@ -59,6 +59,59 @@ def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
     assert not (tmp_path / "cut" / ".progress" / RUN).exists()  # spent once the run is whole
 
 
+def test_a_run_past_the_memory_limit_goes_on_from_its_checkpoint_in_a_new_process(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None],
+        gem5_calls: Callable[[str], list[list[str]]]) -> None:
+    """gem5 v24.0.0.1's O3 CPU keeps memory it no longer uses, so a long run's resident
+    memory grows with its simulated work. Stopped at the limit after a progress checkpoint,
+    it goes on from there in a new process within the same attempt (no retry spent), and
+    its files are those of the run uninterrupted; a process that saved nothing new since
+    it started fails as before, as does a run without progress checkpoints."""
+    whole = prepare_campaign(write_spec("whole", extra=PREEMPTIBLE), tmp_path / "whole")
+    assert execute(whole, "local", jobs=1, live=False) == 0
+    expected = _run_files(tmp_path / "whole")
+
+    for counter in fake_gem5.glob("attempts-*"):
+        counter.unlink()
+    set_plan({RUN: ["hog@3", "hog@7", "ok"]})
+    grown = prepare_campaign(write_spec("grown", retries=0, memory="160MiB",
+                                        extra=PREEMPTIBLE), tmp_path / "grown")
+    assert execute(grown, "local", jobs=1, live=False) == 0
+    assert _run_files(tmp_path / "grown") == expected
+    execution = json.loads((tmp_path / "grown" / "runs" / RUN / "run.json").read_text()
+                           )["execution"]
+    assert execution["failed_attempts"] == [] and execution["attempt"] == 1
+    restarts = execution["memory_restarts"]
+    assert [r["from_tick"] is None for r in restarts] == [True, False]
+    assert restarts[0]["stopped_at_checkpoint"] == restarts[1]["from_tick"]
+    assert restarts[1]["stopped_at_checkpoint"] == execution["resumed_from_tick"] \
+        == execution["segments"][-1]["to_tick"]
+    assert all(r["peak_rss_bytes"] > 160 * 2**20 for r in restarts)
+    assert all(r["host_seconds_lost"] >= 0 for r in restarts)
+    # The waits past each process's last checkpoint are part of the run's host time.
+    assert execution["host_seconds"] >= sum(r["host_seconds_lost"] for r in restarts)
+    restores = [argv for argv in gem5_calls("restore") if "grown" in " ".join(argv)
+                and RUN in " ".join(argv)]
+    assert ["--resume" in argv for argv in restores] == [False, True, True]
+    log = (tmp_path / "grown" / "runs" / RUN / "gem5.log").read_text()
+    assert log.count("a new gem5 goes on from the progress checkpoint") == 2
+
+    # Nothing saved since it started: no restart, the attempt fails at the limit.
+    for plan, extra, name in ((["hog@3", "hog-now"], PREEMPTIBLE, "stuck"),
+                              (["hog@3"], "", "unsaved")):
+        for counter in fake_gem5.glob("attempts-*"):
+            counter.unlink()
+        set_plan({RUN: plan})
+        campaign = prepare_campaign(write_spec(name, retries=0, memory="160MiB",
+                                               extra=extra), tmp_path / name)
+        assert execute(campaign, "local", jobs=1, live=False) != 0
+        failure = json.loads((tmp_path / name / "failed" / RUN / "attempt-1" /
+                              "failure.json").read_text())
+        assert failure["exit_cause"] == "memory-limit"
+        assert len(failure.get("memory_restarts", [])) == (1 if name == "stuck" else 0)
+
+
 def test_segments_an_attempt_wrote_after_its_last_checkpoint_are_dropped(tmp_path: Path
                                                                          ) -> None:
     progress = RunProgress(tmp_path)
