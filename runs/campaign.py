@@ -115,7 +115,7 @@ class Campaign:
         self.check_inputs()
         inputs = self.record["inputs"]
         if self.backend_name == "gem5":
-            return Gem5Backend(self.checkpoints(), progress_root=self.dir.root / ".progress")
+            return Gem5Backend(self.checkpoints(), progress_root=self.dir.progress)
         return QemuBackend(Path(inputs["kernel"]) if inputs.get("kernel") else None,
                            Path(inputs["image"]) if inputs.get("image") else None)
 

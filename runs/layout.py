@@ -64,6 +64,11 @@ class CampaignDir:
     def state(self) -> Path:
         return self.root / ".state"
 
+    @property
+    def progress(self) -> Path:
+        """Preemptible runs' progress checkpoints, a folder per run id (progress.py)."""
+        return self.root / ".progress"
+
     def run_dir(self, run_id: str) -> Path:
         return self.root / "runs" / run_id
 

@@ -38,6 +38,22 @@ class RunProgress:
         tick, path = max(found)
         return path, tick
 
+    def saved_span(self) -> tuple[int, float] | None:
+        """Simulated ticks its progress checkpoints hold (from the run's start to the
+        latest) and when the latest was saved (epoch s); None: nothing saved."""
+        latest = self.latest()
+        if latest is None:
+            return None
+        starts = []
+        for path in self.folder.glob("segments/*/segment.json"):
+            try:
+                starts.append(int(json.loads(path.read_text())["from_tick"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        if not starts:
+            return None
+        return max(0, latest[1] - min(starts)), latest[0].stat().st_mtime
+
     def drop_orphans(self) -> None:
         """Remove segments past the latest checkpoint: an attempt killed between writing
         its segment and its checkpoint left them, and the resumed run does that part again."""

@@ -15,6 +15,8 @@ from typing import Any
 
 from .campaign import Campaign
 from .layout import FAILURE_RECORD, RUN_RECORD
+from .progress import RunProgress
+from .spec import Run
 from .speeds import speed_of
 
 
@@ -26,6 +28,10 @@ class RunState:
     cause: str = ""  # last exit cause
     host_seconds: float | None = None
     since: float | None = None  # running: when it started (epoch)
+    # Of a preemptible run not done: the part of its simulated length its progress
+    # checkpoints hold, and when the latest was saved (epoch)
+    saved_fraction: float = 0.0
+    saved_at: float | None = None
 
 
 @dataclass
@@ -37,15 +43,18 @@ class CampaignStatus:
 
     @property
     def eta_s(self) -> float:
-        """Host seconds until every unfinished run is made, at ``jobs`` at a time."""
+        """Host seconds until every unfinished run is made, at ``jobs`` at a time (a run
+        resumed from progress checkpoints has only the rest of its length to make)."""
         remaining = 0.0
         now = time.time()
         for run in self.runs:
+            left = self.estimate_per_run_s * (1.0 - run.saved_fraction)
             if run.state == "pending":
-                remaining += self.estimate_per_run_s
+                remaining += left
             elif run.state == "running":
-                elapsed = now - (run.since or now)
-                remaining += max(self.estimate_per_run_s - elapsed, 0.0)
+                # Its work up to the latest checkpoint is in saved_fraction.
+                start = max(run.since or now, run.saved_at or 0.0)
+                remaining += max(left - (now - start), 0.0)
         return remaining / max(self.jobs, 1)
 
     @property
@@ -83,13 +92,14 @@ def campaign_status(campaign: Campaign, *,
                                    str(execution.get("exit_cause", "")), seconds))
             continue
         holder = folder.running(run.run_id)
+        saved = _saved(campaign, run)
         if holder is not None:
             states.append(RunState(run.run_id, "running", len(failed), cause,
-                                   since=holder.get("since")))
+                                   since=holder.get("since"), **saved))
         elif len(failed) >= campaign.max_attempts:
             states.append(RunState(run.run_id, "failed", len(failed), cause))
         else:
-            states.append(RunState(run.run_id, "pending", len(failed), cause))
+            states.append(RunState(run.run_id, "pending", len(failed), cause, **saved))
     recorded = campaign.record.get("estimate_per_run_s")
     if estimate_per_run_s is None and isinstance(recorded, int | float) and recorded > 0:
         estimate_per_run_s = float(recorded)
@@ -100,6 +110,21 @@ def campaign_status(campaign: Campaign, *,
               for name in ("done", "running", "failed", "pending")}
     jobs = int(campaign.record.get("jobs", 1) or 1)
     return CampaignStatus(states, jobs, estimate, counts)
+
+
+# A saved fraction is of the run's warm-up and measured time; its start-up and wrap-up
+# are left out of that length, so it is capped short of the whole.
+MAX_SAVED_FRACTION = 0.95
+
+
+def _saved(campaign: Campaign, run: Run) -> dict[str, Any]:
+    """RunState's saved_fraction and saved_at from the run's progress checkpoints."""
+    span = RunProgress(campaign.dir.progress / run.run_id).saved_span()
+    length_s = run.spec.length.warmup_s + run.spec.length.measured_s
+    if span is None or length_s <= 0:
+        return {}
+    return {"saved_fraction": min(MAX_SAVED_FRACTION, span[0] / 1e12 / length_s),
+            "saved_at": span[1]}
 
 
 def _first_estimate(campaign: Campaign) -> float:

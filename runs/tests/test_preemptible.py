@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.progress import RunProgress
+from pimcloud.runs.status import campaign_status
 
 PREEMPTIBLE = "[gem5]\nprogress_every = \"0.001s\"\n"  # a progress checkpoint each step
 RUN = "load-0.2_manager-pimcloud"
@@ -110,6 +112,32 @@ def test_a_run_past_the_memory_limit_goes_on_from_its_checkpoint_in_a_new_proces
                               "failure.json").read_text())
         assert failure["exit_cause"] == "memory-limit"
         assert len(failure.get("memory_restarts", [])) == (1 if name == "stuck" else 0)
+
+
+def test_the_eta_counts_only_what_a_resumed_run_has_left(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path) -> None:
+    """A run half saved in progress checkpoints (a session cut it off) has half its
+    estimate left; one whose latest checkpoint was saved after it started running counts
+    its time from that checkpoint."""
+    campaign = prepare_campaign(write_spec("eta", extra=PREEMPTIBLE), tmp_path / "eta")
+    before = campaign_status(campaign, estimate_per_run_s=100.0)
+    assert before.eta_s == pytest.approx(400.0)  # 4 runs, one job
+    start = 970_000_000_000
+    half = int(0.5 * 0.110 * 1e12)  # warm-up 10 ms + measured 100 ms
+    progress = campaign.dir.progress / RUN
+    (progress / "segments" / str(start + half)).mkdir(parents=True)
+    (progress / "segments" / str(start + half) / "segment.json").write_text(json.dumps(
+        {"from_tick": start, "to_tick": start + half, "host_seconds": 50.0}))
+    (progress / f"ckpt-{start + half}").mkdir()
+    (progress / f"ckpt-{start + half}" / "m5.cpt").write_text("[root]\n")
+    status = campaign_status(campaign, estimate_per_run_s=100.0)
+    (resumed,) = [run for run in status.runs if run.run_id == RUN]
+    assert resumed.state == "pending" and resumed.saved_fraction == pytest.approx(0.5)
+    assert status.eta_s == pytest.approx(350.0)
+    # Running since before its checkpoint: 20 s of work past it are done.
+    resumed.state, resumed.since = "running", time.time() - 600
+    resumed.saved_at = time.time() - 20
+    assert status.eta_s == pytest.approx(330.0, abs=1.0)
 
 
 def test_segments_an_attempt_wrote_after_its_last_checkpoint_are_dropped(tmp_path: Path
