@@ -429,18 +429,14 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
                                                     for v in options.values()):
             raise t.error("options", options, 'must be a table of strings, e.g. '
                           '{ keys = "20000" }')
-        host_time = t.raw("host_time", "")
-        if host_time:
+        # Its cells' own limits ("": [cell.limits]'), checked here, parsed by the cells.
+        limits = {key: t.raw(key, "") for key in ("host_time", "memory")}
+        for key, parse in (("host_time", parse_host_seconds), ("memory", parse_size)):
             try:
-                parse_host_seconds(host_time)
-            except ValueError as error:
-                raise t.error("host_time", host_time, str(error)) from None
-        memory = t.raw("memory", "")
-        if memory:
-            try:
-                parse_size(memory)
-            except UnitError as error:
-                raise t.error("memory", memory, str(error)) from None
+                if limits[key]:
+                    parse(limits[key])
+            except ValueError as error:  # UnitError is one
+                raise t.error(key, limits[key], str(error)) from None
         requests = t.raw("requests")
         if requests is not None:
             requests = t.integer("requests", 300, minimum=100,
@@ -449,8 +445,9 @@ def _parse_services(table: _Table) -> dict[str, StudyService]:
         if prewarm is not None:
             prewarm = t.integer("prewarm_requests", 0)
         t.finish()
-        services[name] = StudyService(name, service_s, qos_ns, dict(options), str(host_time),
-                                      str(memory), requests, prewarm, serial_s)
+        services[name] = StudyService(name, service_s, qos_ns, dict(options),
+                                      str(limits["host_time"]), str(limits["memory"]),
+                                      requests, prewarm, serial_s)
     return services
 
 
