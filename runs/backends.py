@@ -8,6 +8,7 @@ options) and shared by every run and campaign that needs it (``Checkpoints``).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -153,6 +154,11 @@ class Gem5Backend:
             restart = memory_restart(progress, resumed, done)
             if restart is None:
                 break
+            left_s = spec.limits.host_time_s - spent - done.host_seconds
+            if left_s < (spec.gem5.progress_every_s or 0.0):
+                # Too little host time left to save anything more: the limit ends it.
+                done = dataclasses.replace(done, stopped_for="host-time-limit")
+                break
             restarts.append(restart)
             assert progress is not None
             progress.drop_orphans()  # a segment or checkpoint it was writing when stopped
@@ -167,6 +173,8 @@ class Gem5Backend:
                 (m5out / name).unlink(missing_ok=True)
         text = log.read_text(errors="replace")
         tick = last_tick(text)
+        if resumed is not None:  # the log is every process's; the last may have said none
+            tick = max(tick or 0, resumed[1])
         simulated = (tick / 1e12 - start_s) if tick is not None else None
         extra: dict[str, Any] = {**used, "command": command,
                                  "peak_rss_bytes": max([done.peak_rss_bytes] + [
@@ -182,6 +190,7 @@ class Gem5Backend:
         if progress is not None and resumed is not None:
             # The run's files and host time are its segments' and this attempt's.
             extra["segments"] = progress.stitch(m5out, resumed[1])
+            # (the last gem5 process's, after a memory restart)
             extra["host_seconds_last_attempt"] = round(done.host_seconds, 1)
             host_seconds += sum(info["host_seconds"] for info in extra["segments"])
             # Segments written before CPU time was kept count their host time.

@@ -52,7 +52,11 @@ class RunProgress:
                 continue
         if not starts:
             return None
-        return max(0, latest[1] - min(starts)), latest[0].stat().st_mtime
+        try:
+            saved_at = latest[0].stat().st_mtime
+        except FileNotFoundError:  # replaced by a newer one as it was read
+            return None
+        return max(0, latest[1] - min(starts)), saved_at
 
     def drop_orphans(self) -> None:
         """Remove segments past the latest checkpoint: an attempt killed between writing

@@ -119,7 +119,10 @@ MAX_SAVED_FRACTION = 0.95
 
 def _saved(campaign: Campaign, run: Run) -> dict[str, Any]:
     """RunState's saved_fraction and saved_at from the run's progress checkpoints."""
-    span = RunProgress(campaign.dir.progress / run.run_id).saved_span()
+    try:
+        span = RunProgress(campaign.dir.progress / run.run_id).saved_span()
+    except OSError:  # a checkpoint replaced or the folder cleared as it was read
+        return {}
     length_s = run.spec.length.warmup_s + run.spec.length.measured_s
     if span is None or length_s <= 0:
         return {}
@@ -209,10 +212,15 @@ class Display:
         return rich_table(campaign_status(self.campaign), self.campaign.spec.name)
 
     def update(self) -> None:
-        if self._live is not None:
-            self._live.update(self._render())
+        """Refresh. A read racing the workers' files (a progress checkpoint replaced as it
+        is looked at) skips this refresh: the display must never stop the runs."""
+        try:
+            if self._live is not None:
+                self._live.update(self._render())
+                return
+            line = summary_line(campaign_status(self.campaign))
+        except OSError:
             return
-        line = summary_line(campaign_status(self.campaign))
         counts = line.split(", ETA")[0]
         if counts != self._last:
             print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)

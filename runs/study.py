@@ -84,8 +84,8 @@ class StudyService:
     service_s: dict[str, float]  # core type -> estimated service time of one request
     qos_ns: float  # the target used for early stop and as Table II's QoS
     options: dict[str, str] = field(default_factory=dict)  # harness --opt KEY=VALUE
-    host_time: str = ""  # its cells' [limits] host_time, when [cell.limits]' is too short
-    memory: str = ""  # its cells' [limits] memory, when [cell.limits]' is too small
+    host_time: str = ""  # its cells' [limits] host_time in place of [cell.limits]'
+    memory: str = ""  # its cells' [limits] memory in place of [cell.limits]'
     requests: int | None = None  # its measured requests, when not the study's
     prewarm_requests: int | None = None  # its prewarm before the app checkpoint, ditto
     # core type -> estimated time a request holds the service's one serial section (oltp's
