@@ -1267,6 +1267,9 @@ def write_study_report(study: StudySpec, root: Path, out: Path | None = None,
         for stem in drawn:
             shutil.copyfile(out / "figures" / f"{stem}.png",
                             reference / "figures" / f"{stem}.png")
+        from .reference_summary import write_summary
+
+        write_summary(reference)  # the README's tables, from the CSVs just written
     if screenshot:
         from .screenshot import screenshot as shoot
 

@@ -105,6 +105,11 @@ def wrapup_allowance_s(run: Run, backend: str) -> float:
     return WRAPUP_ALLOWANCE_S if wraps_up_atomic(run, backend) else 0.0
 
 
+def waited_services(run: Run) -> int:
+    """The services whose done lines the switcher waits for: a killed app writes none."""
+    return len(run.apps) - sum(1 for e in run.scenario.events if e.kind == "kill")
+
+
 def wrapup_lines(run: Run, backend: str) -> list[str]:
     """Before the switch to the detailed cores: a FIFO the services write to when their
     requests are done (harness --done-file) and a reader blocked on it (no polling: it costs
@@ -112,7 +117,7 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
     are ended) and switches back to the atomic cores after the last one."""
     if not wraps_up_atomic(run, backend):
         return ['SWITCHER=""']
-    ending = len(run.apps) - sum(1 for e in run.scenario.events if e.kind == "kill")
+    ending = waited_services(run)
     return [
         f"rm -f {DONE_FIFO} {WRAPUP_FILE}; mkfifo {DONE_FIFO}",
         f"( exec 3<>{DONE_FIFO}; n=0; while [ $n -lt {ending} ] && read -r _ <&3; do "
@@ -122,6 +127,23 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
         "m5 switchcpu ) &",
         "SWITCHER=$!",
     ]
+
+
+def wrapup_join_lines(run: Run, backend: str) -> list[str]:
+    """After the services ended: the switch back to the atomic cores is made before the
+    wrap-up, not left to the switcher's next turn on a core (a service that exits right
+    after its done line used to have the switcher killed unscheduled, and its whole
+    wrap-up ran on the detailed cores). A service that ended without its line (the OOM
+    killer, the watchdog) must not leave the switcher waiting: until the switcher has
+    begun (WRAPUP_FILE), one line for every service it waits for is written beside theirs;
+    it reads as many as it waits for, so the extra lines change nothing."""
+    if not wraps_up_atomic(run, backend):
+        return []
+    ending = waited_services(run)
+    # Opened read-write, as the switcher opens it: an open never waits for a reader.
+    lines = "ended\\n" * ending
+    return [f"if [ -n \"$SWITCHER\" ]; then [ -e {WRAPUP_FILE} ] || "
+            f"printf '{lines}' 1<>{DONE_FIFO}; wait $SWITCHER; fi"]
 
 
 def app_checkpointed(run: Run, backend: str) -> bool:
@@ -707,6 +729,7 @@ def started_lines(run: Run, backend: str) -> list[str]:
         'say "services done"',
         *([node_meminfo_line("end")] if run.scenario.tiering != "none" else []),
         *(hot_pages_lines() if counted(run, backend) else []),
+        *wrapup_join_lines(run, backend),
         "for pid in $TIMERS $SAMPLER $SWITCHER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).

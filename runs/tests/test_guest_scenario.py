@@ -33,6 +33,7 @@ from pimcloud.runs.guest_scenario import (
     setup_script,
     start_file_of,
     watchdog_lines,
+    wrapup_join_lines,
     wrapup_lines,
     write_scenario,
     write_setup,
@@ -173,6 +174,32 @@ def test_the_wrap_up_switches_back_once_every_service_is_done(
     assert "switchcpu" in done.stderr
     assert "be state T" in done.stdout  # stopped for the wrap-up on the atomic cores
     assert (tmp_path / Path(WRAPUP_FILE).name).exists()  # the watchdog allows for it
+
+
+@pytest.mark.parametrize("lines_written", [2, 1])
+def test_the_switch_back_comes_before_the_wrap_up(
+        write_spec: Callable[..., Path], tmp_path: Path, lines_written: int) -> None:
+    """Services that exit right after their done lines (imgdnn) left the switcher killed
+    before its turn, and the wrap-up on the detailed cores; and one that ended without its
+    line (the OOM killer) must not leave the wrap-up waiting for the switcher."""
+    m5 = program_candidates("m5")
+    if not m5:
+        pytest.skip("the m5 command is not built (make cxx)")
+    run = load_spec(write_spec()).run_at({"apps": ["kvstore", "oltp"]})
+    assert wrapup_join_lines(run, "qemu") == []  # no detailed cores to leave
+    done_lines = [f"echo app {i} > {DONE_FIFO}" for i in range(lines_written)]
+    script = "\n".join(['say() { echo "pimcloud-run $*"; }', *wrapup_lines(run, "gem5"),
+                        # the services: their lines, and they exit at once
+                        *done_lines, 'say "services done"',
+                        *wrapup_join_lines(run, "gem5"),
+                        "kill $SWITCHER 2>/dev/null", 'say "wrap-up"']
+                       ).replace("/run/pimcloud", str(tmp_path))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
+                          env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
+                               "PIMCLOUD_BACKEND": "native"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "switchcpu" in done.stderr  # the native m5 says what it would have done
+    assert done.stdout.index("measured requests done") < done.stdout.index("wrap-up")
 
 
 def test_the_real_harness_takes_the_run_options_from_its_start_file(
