@@ -154,7 +154,7 @@ def qos_table(qos: pd.DataFrame) -> str:
     return _markdown(["service", "knee of arch1's curve", "Table II"], rows)
 
 
-def _coverage(table: pd.DataFrame, services: list[str]) -> str:
+def _coverage(table: pd.DataFrame) -> str:
     made = set(_by_cell(table))
     cells = [(arch, app) for arch in ARCHITECTURES for app in SERVICES]
     first = [(arch, app) for arch in ("arch1", "arch4", "arch8", "arch9") for app in SERVICES]
@@ -169,53 +169,30 @@ def render(folder: Path) -> str:
     table = read_reference("table_iii", folder)
     table2 = read_reference("table_iii_table2", folder)
     services = _services(table, table2)
-    parts = [
-        BEGIN,
-        "## The results at a glance",
-        "",
-        _coverage(table, services) + " A cell is **tail / QoS at 10 % load · max load "
-        "normalised to arch1**, the paper's Table III beside it in brackets; "
-        f"{NOT_MADE}: not made. The sections below say how each part was made.",
-        "",
-        "QoS per service (`qos.csv`):",
-        "",
-        qos_table(read_reference("qos", folder)),
-        "",
-        "### Table III at the knee QoS (`table_iii.csv`)",
-        "",
-        table_iii_matrix(table, services),
-        "",
-        "### Table III at Table II's QoS (`table_iii_table2.csv`)",
-        "",
-        table_iii_matrix(table2, services),
-        "",
-        "### Each cell at the knee QoS, and its host time (`table_iii.csv`)",
-        "",
-        cells_table(table),
-        "",
-        "### Fig. 3: arch9's placements at Table II's QoS (`placement_table2.csv`)",
-        "",
-        placement_matrix(read_reference("placement_table2", folder)),
-        "",
-        "### Fig. 3 at the knee QoS (`placement.csv`)",
-        "",
-        placement_matrix(read_reference("placement", folder)),
-        "",
-        "### The paper's claims (`claims.csv`)",
-        "",
-        claims_table(read_reference("claims", folder)),
-        "",
-        "### Spearman's rank correlation with the paper's Table III, per column "
-        "(`spearman.csv`; architectures compared in brackets)",
-        "",
-        spearman_table(read_reference("spearman", folder)),
-        "",
-        "### The model's max load beside a direct search in gem5 (`validation.csv`)",
-        "",
-        validation_table(read_reference("validation", folder)),
-        END,
+    sections = [
+        ("Table III at the knee QoS (`table_iii.csv`)", table_iii_matrix(table, services)),
+        ("Table III at Table II's QoS (`table_iii_table2.csv`)",
+         table_iii_matrix(table2, services)),
+        ("Each cell at the knee QoS, and its host time (`table_iii.csv`)", cells_table(table)),
+        ("Fig. 3: arch9's placements at Table II's QoS (`placement_table2.csv`)",
+         placement_matrix(read_reference("placement_table2", folder))),
+        ("Fig. 3 at the knee QoS (`placement.csv`)",
+         placement_matrix(read_reference("placement", folder))),
+        ("The paper's claims (`claims.csv`)", claims_table(read_reference("claims", folder))),
+        ("Spearman's rank correlation with the paper's Table III, per column "
+         "(`spearman.csv`; architectures compared in brackets)",
+         spearman_table(read_reference("spearman", folder))),
+        ("The model's max load beside a direct search in gem5 (`validation.csv`)",
+         validation_table(read_reference("validation", folder))),
     ]
-    return "\n".join(parts) + "\n"
+    parts = [BEGIN, "## The results at a glance", "",
+             _coverage(table) + " A cell is **tail / QoS at 10 % load · max load "
+             "normalised to arch1**, the paper's Table III beside it in brackets; "
+             f"{NOT_MADE}: not made. The sections below say how each part was made.", "",
+             "QoS per service (`qos.csv`):", "", qos_table(read_reference("qos", folder))]
+    for heading, body in sections:
+        parts += ["", f"### {heading}", "", body]
+    return "\n".join([*parts, END]) + "\n"
 
 
 def with_summary(readme: str, block: str) -> str:
