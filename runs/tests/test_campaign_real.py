@@ -74,5 +74,7 @@ def test_small_campaign_in_gem5(tmp_path: Path) -> None:
     assert len(checkpoints) == 1
     # Each run's wrap-up (outputs, checks) ran on the atomic cores: the run script waits
     # for the switch back once the services are done (runs/guest_scenario.py).
-    for log in (tmp_path / "out" / "runs").glob("*/gem5.log"):
+    logs = sorted((tmp_path / "out" / "runs").glob("*/gem5.log"))
+    assert len(logs) == 4
+    for log in logs:
         assert "back on the atomic cores" in log.read_text(errors="replace"), log
