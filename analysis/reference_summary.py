@@ -26,22 +26,44 @@ POLICIES = ("ft", "cc", "il", "ft+mig", "cc+mig", "il+mig", "ft+rep", "cc+rep", 
 NOT_MADE = "·"
 
 
+def _value(row: pd.Series, column: str) -> float:
+    """A row's number, NaN where it is blank or its table was written before the column."""
+    try:
+        return float(row.get(column, math.nan))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _text(row: pd.Series, column: str) -> str:
+    value = row.get(column)
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
 def _time(ns: float) -> str:
     """A latency as its reader would say it, to 3 figures (47.7 us, 1.10 ms, 12.0 ms)."""
-    value, unit = (ns / 1e6, "ms") if ns >= 1e6 else (ns / 1e3, "us")
-    decimals = max(0, 2 - math.floor(math.log10(value))) if value > 0 else 0
-    return f"{value:.{decimals}f} {unit}"
-
-
-def _number(value: object, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if math.isnan(ns):
         return "-"
-    return f"{float(value):.{digits}f}"  # type: ignore[arg-type]
+    value, unit = (ns / 1e6, "ms") if abs(ns) >= 999_500 else (ns / 1e3, "us")
+    decimals = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
+    return f"{value:.{decimals}f} {unit}".replace("-0 ", "0 ")
+
+
+def _number(value: float, digits: int = 2) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _count(value: float) -> str:
+    """A count or a load: 196,917."""
+    return "-" if math.isnan(value) else f"{value:,.0f}"
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table; a cell's own `|` or line break would split its row."""
+    def cell(text: str) -> str:
+        return " ".join(text.split("\n")).replace("|", "\\|")
+
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -66,12 +88,13 @@ def table_iii_matrix(table: pd.DataFrame, services: list[str]) -> str:
         cells = []
         for app in services:
             theirs = paper.get((arch, app))
-            said = (f" ({_number(theirs['tail_over_qos'])} · "
-                    f"{_number(theirs['normalized_max_load'])})" if theirs is not None else "")
+            said = (f" ({_number(_value(theirs, 'tail_over_qos'))} · "
+                    f"{_number(_value(theirs, 'normalized_max_load'))})"
+                    if theirs is not None else "")
             row = ours.get((arch, app))
             cells.append(NOT_MADE + said if row is None else
-                         f"**{_number(row['tail_over_qos'])} · "
-                         f"{_number(row.get('normalized_max_load'))}**{said}")
+                         f"**{_number(_value(row, 'tail_over_qos'))} · "
+                         f"{_number(_value(row, 'normalized_max_load'))}**{said}")
         rows.append([arch, *cells])
     return _markdown(["arch", *services], rows)
 
@@ -84,14 +107,15 @@ def cells_table(table: pd.DataFrame) -> str:
         return "none yet"
     rows = []
     for _, row in table.sort_values(["app", "arch"]).iterrows():
-        host = "/".join(f"{float(row.get(k, math.nan)):,.0f}"
+        host = "/".join(_count(_value(row, k))
                         for k in ("sample_host_seconds", "setup_host_seconds"))
-        rows.append([f"{row['arch']} {row['app']}", str(row["study"]),
-                     f"{float(row['max_load_rps']):,.0f}",
-                     _time(float(row["mean_occupied_us"]) * 1e3),
-                     f"{float(row['sample_rps']):,.0f}, {int(row['sample_requests'])}, "
-                     f"{_time(float(row['sample_p99_ns']))} "
-                     f"({_time(float(row['model_p99_at_sample_ns']))})",
+        rows.append([f"{row['arch']} {row['app']}", _text(row, "study"),
+                     _count(_value(row, "max_load_rps")),
+                     _time(_value(row, "mean_occupied_us") * 1e3),
+                     f"{_count(_value(row, 'sample_rps'))}, "
+                     f"{_count(_value(row, 'sample_requests'))}, "
+                     f"{_time(_value(row, 'sample_p99_ns'))} "
+                     f"({_time(_value(row, 'model_p99_at_sample_ns'))})",
                      host])
     return _markdown(["cell", "study", "max load (rps)", "mean on a worker",
                       "sample: rps, requests, p99 (model)", "run / app ckpt CPU s"], rows)
@@ -107,16 +131,17 @@ def placement_matrix(placement: pd.DataFrame) -> str:
     rows = []
     for app, bars in placement.groupby("app", sort=True):
         by_policy = {str(row["policy"]): row for _, row in bars.iterrows()}
-        cells = [_number(by_policy[p]["normalized_max_load"]) if p in by_policy else NOT_MADE
-                 for p in policies]
-        rows.append([str(app), str(bars["normalized_to"].iloc[0]), *cells])
+        cells = [_number(_value(by_policy[p], "normalized_max_load")) if p in by_policy
+                 else NOT_MADE for p in policies]
+        rows.append([str(app), _text(bars.iloc[0], "normalized_to"), *cells])
     return _markdown(["service", "normalised to", *policies], rows)
 
 
 def claims_table(claims: pd.DataFrame) -> str:
     if claims.empty:
         return "none yet"
-    rows = [[str(row["claim"]), str(row["qos"]), f"**{row['verdict']}**", str(row["numbers"])]
+    rows = [[_text(row, "claim"), _text(row, "qos"), f"**{_text(row, 'verdict')}**",
+             _text(row, "numbers")]
             for _, row in claims.iterrows()]
     return _markdown(["the paper's claim", "QoS", "verdict", "numbers"], rows)
 
@@ -126,7 +151,8 @@ def spearman_table(spearman: pd.DataFrame) -> str:
         return "none yet"
     rows = []
     for metric, group in spearman.groupby("metric", sort=False):
-        cells = {str(row["app"]): (f"{_number(row['spearman'])} ({int(row['architectures'])})")
+        cells = {str(row["app"]): (f"{_number(_value(row, 'spearman'))} "
+                                   f"({_count(_value(row, 'architectures'))})")
                  for _, row in group.iterrows()}
         rows.append([str(metric), *(cells.get(app, NOT_MADE)
                                     for app in _services(spearman))])
@@ -136,11 +162,11 @@ def spearman_table(spearman: pd.DataFrame) -> str:
 def validation_table(validation: pd.DataFrame) -> str:
     if validation.empty:
         return "none yet"
-    rows = [[f"{row['arch']} {row['app']}", str(row["study"]), _time(float(row["qos_ns"])),
-             f"{float(row['predicted_rps']):,.0f}",
-             f"{float(row['measured_rps']):,.0f} ({float(row['first_miss_rps']):,.0f})",
-             f"{float(row['error']):+.0%}", str(int(row["probes"])),
-             f"{float(row['window_ms']):.3g} ms"]
+    rows = [[f"{row['arch']} {row['app']}", _text(row, "study"), _time(_value(row, "qos_ns")),
+             _count(_value(row, "predicted_rps")),
+             f"{_count(_value(row, 'measured_rps'))} ({_count(_value(row, 'first_miss_rps'))})",
+             "-" if math.isnan(error := _value(row, "error")) else f"{error:+.0%}",
+             _count(_value(row, "probes")), _time(_value(row, "window_ms") * 1e6)]
             for _, row in validation.iterrows()]
     return _markdown(["cell", "study", "QoS", "model (rps)", "measured (first miss)",
                       "error", "probes", "window"], rows)
@@ -149,8 +175,8 @@ def validation_table(validation: pd.DataFrame) -> str:
 def qos_table(qos: pd.DataFrame) -> str:
     if qos.empty:
         return "none yet"
-    rows = [[str(row["app"]), _time(float(row["knee_qos_ns"])),
-             _time(float(row["table2_qos_ns"]))] for _, row in qos.iterrows()]
+    rows = [[str(row["app"]), _time(_value(row, "knee_qos_ns")),
+             _time(_value(row, "table2_qos_ns"))] for _, row in qos.iterrows()]
     return _markdown(["service", "knee of arch1's curve", "Table II"], rows)
 
 

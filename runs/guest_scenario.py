@@ -86,6 +86,7 @@ def part_switches_at_start(run: Run, backend: str) -> bool:
     return app_checkpointed(run, backend) and run.spec.gem5.fast_forward
 
 
+WRAPUP_JOIN_S = 10  # guest seconds the wrap-up waits for the switch back, at most
 DONE_FIFO = "/run/pimcloud/done.fifo"  # each service writes a line once its requests are done
 # The best-effort jobs' pids, for the wrap-up to stop them: their work after the measured
 # part counts for nothing, and on the atomic cores it would cost host time.
@@ -119,7 +120,9 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
         return ['SWITCHER=""']
     ending = waited_services(run)
     return [
-        f"rm -f {DONE_FIFO} {WRAPUP_FILE}; mkfifo {DONE_FIFO}",
+        # The script keeps the FIFO open too (fd 9, read-write: the open never waits), so
+        # that the lines wrapup_join_lines writes are kept whatever the switcher's state.
+        f"rm -f {DONE_FIFO} {WRAPUP_FILE}; mkfifo {DONE_FIFO}; exec 9<>{DONE_FIFO}",
         f"( exec 3<>{DONE_FIFO}; n=0; while [ $n -lt {ending} ] && read -r _ <&3; do "
         f'n=$((n+1)); done; touch {WRAPUP_FILE}; '
         'say "measured requests done: the wrap-up on the atomic cores"; '
@@ -130,20 +133,21 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
 
 
 def wrapup_join_lines(run: Run, backend: str) -> list[str]:
-    """After the services ended: the switch back to the atomic cores is made before the
-    wrap-up, not left to the switcher's next turn on a core (a service that exits right
+    """Right after the services ended: the switch back to the atomic cores is made before
+    the wrap-up, not left to the switcher's next turn on a core (a service that exits right
     after its done line used to have the switcher killed unscheduled, and its whole
     wrap-up ran on the detailed cores). A service that ended without its line (the OOM
     killer, the watchdog) must not leave the switcher waiting: until the switcher has
-    begun (WRAPUP_FILE), one line for every service it waits for is written beside theirs;
-    it reads as many as it waits for, so the extra lines change nothing."""
+    begun (WRAPUP_FILE), one line for every service it waits for is written beside theirs
+    (on the script's own descriptor of the FIFO); it reads as many as it waits for, so the
+    extra lines change nothing. A switcher that still has not ended after
+    WRAPUP_JOIN_S (stopped, its FIFO gone) is killed, and the wrap-up goes on where it is."""
     if not wraps_up_atomic(run, backend):
         return []
-    ending = waited_services(run)
-    # Opened read-write, as the switcher opens it: an open never waits for a reader.
-    lines = "ended\\n" * ending
-    return [f"if [ -n \"$SWITCHER\" ]; then [ -e {WRAPUP_FILE} ] || "
-            f"printf '{lines}' 1<>{DONE_FIFO}; wait $SWITCHER; fi"]
+    lines = "ended\\n" * waited_services(run)
+    return [f'if [ -n "$SWITCHER" ]; then [ -e {WRAPUP_FILE} ] || printf \'{lines}\' >&9; '
+            f"( sleep {WRAPUP_JOIN_S}; kill -KILL $SWITCHER ) 2>/dev/null & JOIN_GUARD=$!; "
+            "wait $SWITCHER; kill $JOIN_GUARD 2>/dev/null; fi; exec 9>&-"]
 
 
 def app_checkpointed(run: Run, backend: str) -> bool:
@@ -727,9 +731,9 @@ def started_lines(run: Run, backend: str) -> list[str]:
         "say \"service pid $pid exit $code\"; status=1; fi; }",
         "done",
         'say "services done"',
+        *wrapup_join_lines(run, backend),
         *([node_meminfo_line("end")] if run.scenario.tiering != "none" else []),
         *(hot_pages_lines() if counted(run, backend) else []),
-        *wrapup_join_lines(run, backend),
         "for pid in $TIMERS $SAMPLER $SWITCHER; do kill $pid 2>/dev/null; done",
         'cgroups "$R/cgroups.txt"',
         # The services' statistics as the manager read them (their exit lines included).

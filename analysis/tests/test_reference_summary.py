@@ -66,3 +66,24 @@ def test_the_shipped_readme_shows_the_shipped_csvs() -> None:
     readme = (REFERENCE_DIR / "README.md").read_text()
     start, end = readme.index(BEGIN), readme.index(END) + len(END)
     assert readme[start:end] + "\n" == render(REFERENCE_DIR)
+
+
+def test_blanks_and_tables_written_before_a_column_show_a_dash(tmp_path: Path) -> None:
+    # A cell whose model was not valid (no max load), a search that found no miss, a claim
+    # whose text has a `|`, and tables of an older bundle without later columns.
+    pd.DataFrame([{"arch": "arch1", "app": "kvstore", "tail_over_qos": 0.5,
+                   "max_load_rps": float("nan"), "mean_occupied_us": 2.7}]).to_csv(
+        tmp_path / "table_iii.csv", index=False)
+    pd.DataFrame([{"arch": "arch1", "app": "kvstore", "qos_ns": 1e6,
+                   "predicted_rps": 1000.0, "measured_rps": 0.0, "error": float("nan"),
+                   "probes": 2}]).to_csv(tmp_path / "validation.csv", index=False)
+    pd.DataFrame([{"claim": "a | b", "verdict": "holds", "numbers": "x"}]).to_csv(
+        tmp_path / "claims.csv", index=False)
+    pd.DataFrame([{"arch": "arch9", "app": "kvstore", "policy": "ft",
+                   "normalized_max_load": 1.0}]).to_csv(tmp_path / "placement.csv", index=False)
+    block = render(tmp_path)
+    assert "nan" not in block.lower()
+    assert "| arch1 kvstore | - | - | 2.70 us | -, -, - (-) | -/- |" in block
+    assert "| arch1 kvstore | - | 1.00 ms | 1,000 | 0 (-) | - | 2 | - |" in block
+    assert "| a \\| b | - | **holds** | x |" in block  # one cell, not two
+    assert "| kvstore | - | 1.00 |" in block

@@ -20,6 +20,7 @@ from pimcloud.runs.guest_scenario import (
     HANG_MARK,
     PLACED_FILE,
     WRAPUP_FILE,
+    WRAPUP_JOIN_S,
     AgentConfigError,
     agent_config,
     best_effort_lines,
@@ -176,28 +177,35 @@ def test_the_wrap_up_switches_back_once_every_service_is_done(
     assert (tmp_path / Path(WRAPUP_FILE).name).exists()  # the watchdog allows for it
 
 
-@pytest.mark.parametrize("lines_written", [2, 1])
+@pytest.mark.parametrize("case", ["both lines", "one line", "switcher stopped"])
 def test_the_switch_back_comes_before_the_wrap_up(
-        write_spec: Callable[..., Path], tmp_path: Path, lines_written: int) -> None:
+        write_spec: Callable[..., Path], tmp_path: Path, case: str) -> None:
     """Services that exit right after their done lines (imgdnn) left the switcher killed
-    before its turn, and the wrap-up on the detailed cores; and one that ended without its
-    line (the OOM killer) must not leave the wrap-up waiting for the switcher."""
+    before its turn, and the wrap-up on the detailed cores; one that ended without its
+    line (the OOM killer) must not leave the wrap-up waiting, nor a switcher that cannot
+    run (stopped here: the wrap-up goes on after WRAPUP_JOIN_S, shortened here)."""
     m5 = program_candidates("m5")
     if not m5:
         pytest.skip("the m5 command is not built (make cxx)")
     run = load_spec(write_spec()).run_at({"apps": ["kvstore", "oltp"]})
     assert wrapup_join_lines(run, "qemu") == []  # no detailed cores to leave
-    done_lines = [f"echo app {i} > {DONE_FIFO}" for i in range(lines_written)]
+    lines = 1 if case == "one line" else 2
     script = "\n".join(['say() { echo "pimcloud-run $*"; }', *wrapup_lines(run, "gem5"),
+                        *(["kill -STOP $SWITCHER"] if case == "switcher stopped" else []),
                         # the services: their lines, and they exit at once
-                        *done_lines, 'say "services done"',
-                        *wrapup_join_lines(run, "gem5"),
+                        *[f"echo app {i} > {DONE_FIFO}" for i in range(lines)],
+                        'say "services done"', *wrapup_join_lines(run, "gem5"),
                         "kill $SWITCHER 2>/dev/null", 'say "wrap-up"']
-                       ).replace("/run/pimcloud", str(tmp_path))
+                       ).replace("/run/pimcloud", str(tmp_path)).replace(
+                           f"sleep {WRAPUP_JOIN_S};", "sleep 0.5;")
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
                           env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
                                "PIMCLOUD_BACKEND": "native"})
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "wrap-up" in done.stdout
+    if case == "switcher stopped":
+        assert "switchcpu" not in done.stderr  # killed by the guard, never switched
+        return
     assert "switchcpu" in done.stderr  # the native m5 says what it would have done
     assert done.stdout.index("measured requests done") < done.stdout.index("wrap-up")
 
