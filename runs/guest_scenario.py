@@ -106,9 +106,11 @@ def wrapup_allowance_s(run: Run, backend: str) -> float:
     return WRAPUP_ALLOWANCE_S if wraps_up_atomic(run, backend) else 0.0
 
 
-def waited_services(run: Run) -> int:
-    """The services whose done lines the switcher waits for: a killed app writes none."""
-    return len(run.apps) - sum(1 for e in run.scenario.events if e.kind == "kill")
+def waited_services(run: Run) -> list[str]:
+    """The services whose lines the switcher waits for, each once: its own done line
+    (harness --done-file: "<app> <pid>"), or the line a kill event writes for it (it may
+    kill an app before or after that app's done line)."""
+    return list(run.scenario.apps)
 
 
 def wrapup_lines(run: Run, backend: str) -> list[str]:
@@ -118,13 +120,16 @@ def wrapup_lines(run: Run, backend: str) -> list[str]:
     are ended) and switches back to the atomic cores after the last one."""
     if not wraps_up_atomic(run, backend):
         return ['SWITCHER=""']
-    ending = waited_services(run)
+    ending = len(waited_services(run))
     return [
         # The script keeps the FIFO open too (fd 9, read-write: the open never waits), so
         # that the lines wrapup_join_lines writes are kept whatever the switcher's state.
         f"rm -f {DONE_FIFO} {WRAPUP_FILE}; mkfifo {DONE_FIFO}; exec 9<>{DONE_FIFO}",
-        f"( exec 3<>{DONE_FIFO}; n=0; while [ $n -lt {ending} ] && read -r _ <&3; do "
-        f'n=$((n+1)); done; touch {WRAPUP_FILE}; '
+        # A line counts once per app: a killed app's may come twice (done, then killed).
+        f'( exec 3<>{DONE_FIFO}; seen=" "; n=0; while [ $n -lt {ending} ] && '
+        'read -r app _ <&3; do case "$seen" in *" $app "*) ;; '
+        '*) seen="$seen$app "; n=$((n+1)) ;; esac; done; '
+        f"touch {WRAPUP_FILE}; "
         'say "measured requests done: the wrap-up on the atomic cores"; '
         f"for pid in $(cat {BE_PIDS} 2>/dev/null); do kill -STOP $pid 2>/dev/null; done; "
         "m5 switchcpu ) &",
@@ -144,7 +149,7 @@ def wrapup_join_lines(run: Run, backend: str) -> list[str]:
     WRAPUP_JOIN_S (stopped, its FIFO gone) is killed, and the wrap-up goes on where it is."""
     if not wraps_up_atomic(run, backend):
         return []
-    lines = "ended\\n" * waited_services(run)
+    lines = "".join(f"{app} ended\\n" for app in waited_services(run))
     return [f'if [ -n "$SWITCHER" ]; then [ -e {WRAPUP_FILE} ] || printf \'{lines}\' >&9; '
             f"( sleep {WRAPUP_JOIN_S}; kill -KILL $SWITCHER ) 2>/dev/null & JOIN_GUARD=$!; "
             "wait $SWITCHER; kill $JOIN_GUARD 2>/dev/null; fi; exec 9>&-"]
@@ -551,6 +556,8 @@ def event_lines(run: Run, backend: str) -> list[str]:
             else:
                 action = [f"touch /run/pimcloud/killed-{pid}", "read -r up _ < /proc/uptime",
                           f"kill -KILL {pid}", f"event {at} kill {event.app} $up"]
+                if wraps_up_atomic(run, backend):  # it writes no done line after this
+                    action.append(f"printf '%s killed\\n' {event.app} 1<>{DONE_FIFO}")
             # The kernel's view once the manager has had two intervals to react, counted
             # from its logging the exit (an interval may start late: QEMU's TCG delayed
             # one by 0.9 s behind a page move, and the snapshot came before the agent).

@@ -25,6 +25,7 @@ from pimcloud.runs.guest_scenario import (
     agent_config,
     best_effort_lines,
     check_agent_config,
+    event_lines,
     hang_after_s,
     harness_command,
     placed_lines,
@@ -148,7 +149,8 @@ def test_app_checkpoint_splits_the_app_set_from_each_runs_own_part(
 def test_the_wrap_up_switches_back_once_every_service_is_done(
         write_spec: Callable[..., Path], tmp_path: Path) -> None:
     """The switcher blocks on the FIFO (no polling) and runs `m5 switchcpu` after the
-    last service's line, not before; a killed app is not waited for."""
+    last service's line, not before; an app's second line (killed after its done line)
+    does not count for another's, and a kill writes the line a killed app cannot."""
     m5 = program_candidates("m5")
     if not m5:
         pytest.skip("the m5 command is not built (make cxx)")
@@ -156,11 +158,14 @@ def test_the_wrap_up_switches_back_once_every_service_is_done(
     assert "-lt 2 ]" in wrapup_lines(run, "gem5")[1]
     killed = replace(run, scenario=replace(run.scenario, events=(
         ScenarioEvent(0.05, "kill", app="oltp"),)))
-    assert "-lt 1 ]" in wrapup_lines(killed, "gem5")[1]  # a killed app is not waited for
+    assert "-lt 2 ]" in wrapup_lines(killed, "gem5")[1]
+    assert "printf '%s killed\\n' oltp" in "\n".join(event_lines(killed, "gem5"))
+    assert "killed\\n" not in "\n".join(event_lines(killed, "qemu"))  # no switcher there
     script = "\n".join(['say() { echo "pimcloud-run $*"; }', *wrapup_lines(run, "gem5"),
                         # a best-effort job, as best_effort_lines starts one
                         "sleep 30 & BE=$!", f"echo $BE > {BE_PIDS}",
-                        f"echo kvstore 1 > {DONE_FIFO}", "sleep 0.3",
+                        f"echo kvstore 1 > {DONE_FIFO}", f"echo kvstore killed > {DONE_FIFO}",
+                        "sleep 0.3",
                         'say "one done"', f"echo oltp 2 > {DONE_FIFO}",
                         "wait $SWITCHER",
                         # a stop takes effect when the job is next scheduled
