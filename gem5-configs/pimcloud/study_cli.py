@@ -258,6 +258,9 @@ def _run(args: argparse.Namespace) -> int:
                      retry_failed=args.retry_failed)
 
 
+STATUS_NAMED = 8  # cells not started that `study status` names
+
+
 def _status(args: argparse.Namespace) -> int:
     from .runs.campaign import open_campaign
     from .runs.status import campaign_status, summary_line
@@ -265,9 +268,10 @@ def _status(args: argparse.Namespace) -> int:
 
     study, root = open_study(args.study, to_run=False)
     costs: dict[str, Any] | None = None
+    waiting = []
     for cell, _, folder in each_cell(study, root):
         if not (folder / "campaign.json").is_file():
-            print(f"{cell.name:<24} not started")
+            waiting.append(cell.name)
             continue
         campaign = open_campaign(folder, to_run=False)
         status = campaign_status(campaign)
@@ -278,6 +282,12 @@ def _status(args: argparse.Namespace) -> int:
             status = dataclasses.replace(status, estimate_per_run_s=cell_price_per_run(
                 campaign.spec, cell, status.jobs, costs.get(cell.name)))
         print(f"{cell.name:<24} {summary_line(status)}")
+    # A runner asked for a few cells leaves the spec's others unstarted: one line for them.
+    if waiting:
+        named = (", ".join(waiting) if len(waiting) <= STATUS_NAMED
+                 else f"{', '.join(waiting[:STATUS_NAMED])}, ... (`pimcloud study plan` "
+                 "lists them with their cost)")
+        print(f"not started: {len(waiting)} cell(s): {named}")
     return 0
 
 

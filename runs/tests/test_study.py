@@ -580,4 +580,7 @@ def test_a_cell_that_used_up_its_attempts_goes_on_with_retry_failed(
     retried = cli(*args, "--retry-failed")
     assert retried.returncode == 0, retried.stdout + retried.stderr
     assert "arch1-kvstore: its failed runs get 2 more attempts" in retried.stdout
-    assert "1/1 done" in cli("study", "status", str(out)).stdout
+    status = cli("study", "status", str(out)).stdout
+    assert "1/1 done" in status
+    # The spec's cells this runner was not asked for: one line, not one each.
+    assert "not started: 3 cell(s): arch1-imgdnn, arch8-kvstore, arch8-imgdnn" in status, status
