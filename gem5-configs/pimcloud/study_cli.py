@@ -148,7 +148,7 @@ def _plan(args: argparse.Namespace) -> int:
         runs.extend(plan.per_run.values())
         cells.append(cell_setup + sum(plan.per_run.values()))
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
-                     f"{cell.sample_rps:>9g} rps x {spec.length.measured_s * 1e3:7.2f} ms: "
+                     f"{cell.sample_rps:>9g} rps for {spec.length.measured_s:.3g} s simulated: "
                      f"app checkpoint {format_seconds(cell_setup)}"
                      + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
