@@ -171,11 +171,20 @@ class Progress:
         self.last_cpu = time.process_time()  # this process's CPU time: host time if alone
         self.started_tick = m5.curTick()
         self.offsets: dict = {}
+        self.due = False  # save at the next slice (save_soon)
         os.makedirs(os.path.join(self.folder, "segments"), exist_ok=True)
 
+    def save_soon(self) -> None:
+        """Save at the next slice whatever the time since the last: the run has just left
+        its detailed cores, the costly part, and a run stopped in its wrap-up (gem5
+        v24.0.0.1's O3 CPU keeps memory it no longer uses, so a long run can pass its
+        memory limit there) then goes on from here instead of redoing detailed time."""
+        self.due = True
+
     def maybe_save(self, board: PimBoard, switches: int) -> None:
-        if time.time() - self.last < self.every:
+        if not self.due and time.time() - self.last < self.every:
             return
+        self.due = False
         tick = m5.curTick()
         m5.stats.dump()
         segment = os.path.join(self.folder, "segments", f".partial-{tick}")
@@ -289,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
                 processor.switch_to_boot()
                 print(f"pimcloud: back on the atomic cores at tick {m5.curTick()}",
                       flush=True)
+                if progress is not None:
+                    progress.save_soon()
             continue
         if cause == "m5_exit instruction encountered":
             return event.getCode()
