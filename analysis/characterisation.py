@@ -477,7 +477,11 @@ def placement_normalised(frame: pd.DataFrame, local: pd.DataFrame) -> pd.DataFra
     # drew a Fig. 3 of one bar at 1.0): left out until a second bar or arch8 comes.
     alone = frame.groupby(["arch", "app"])["placement"].transform("size") == 1
     frame.loc[alone & ~use_local, "normalized_max_load"] = np.nan
-    frame.loc[alone & ~use_local, "normalized_to"] = "nothing yet (one placement, no arch8)"
+    # arch8 made but carrying nothing (translate at both QoS) is no baseline either.
+    frame.loc[alone & ~use_local, "normalized_to"] = np.where(
+        baseline[alone & ~use_local].notna(),
+        f"nothing yet (one placement, {PLACEMENT_BASELINE} carries no load)",
+        f"nothing yet (one placement, no {PLACEMENT_BASELINE})")
     return frame
 
 
@@ -953,7 +957,7 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     complete = complete.drop(index=list(mixed))
     unjudged = [f"{app}: not compared, its placements come from different studies ({text})"
                 for app, text in mixed.items()]
-    unjudged += [f"{app}: not compared, no {' or '.join(places).upper()} cell yet"
+    unjudged += [f"{app}: not compared, no {' or '.join(p.upper() for p in places)} cell yet"
                  for app, places in missing.items() if places]
     both = complete[complete[["ft", "cc", "il"]].max(axis=1) > 0] if len(complete) \
         else complete

@@ -102,7 +102,7 @@ def table_iii_matrix(table: pd.DataFrame, services: list[str]) -> str:
 def cells_table(table: pd.DataFrame) -> str:
     """Per cell: the study that made it, its max load at the knee, a request's mean time on a
     worker, the sampled run (load, requests in its steady state, p99 and the model's p99
-    there) and the host CPU time of that run and of its app checkpoint."""
+    there) and the host time of that run and of its app checkpoint."""
     if table.empty:
         return "none yet"
     rows = []
@@ -118,7 +118,7 @@ def cells_table(table: pd.DataFrame) -> str:
                      f"({_time(_value(row, 'model_p99_at_sample_ns'))})",
                      host])
     return _markdown(["cell", "study", "max load (rps)", "mean on a worker",
-                      "sample: rps, requests, p99 (model)", "run / app ckpt CPU s"], rows)
+                      "sample: rps, requests, p99 (model)", "run / app ckpt host s"], rows)
 
 
 def placement_matrix(placement: pd.DataFrame) -> str:

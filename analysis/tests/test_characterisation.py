@@ -152,6 +152,11 @@ def test_placement_cells_on_a_multi_stack_preset_and_their_fig3_table() -> None:
     found = claims(table_iii(results, qos), partial).set_index("claim").loc[fig3]
     assert found["verdict"] == "holds"
     assert "oltp: not compared, no IL cell yet" in found["numbers"]
+    # Two missing placements are named each in capitals, joined by a plain "or".
+    alone = pd.concat([table.reset_index(),
+                       table.reset_index().assign(app="oltp")[lambda f: f["placement"] == "ft"]])
+    found = claims(table_iii(results, qos), alone).set_index("claim").loc[fig3]
+    assert "oltp: not compared, no CC or IL cell yet" in found["numbers"]
 
 
 def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> None:
@@ -617,9 +622,17 @@ def test_a_lone_placement_is_not_normalised_to_itself() -> None:
         {"arch": "arch9", "app": "search", "placement": "il", "dynamic": "none",
          "max_load_rps": 1000.0},
         {"arch": "arch9", "app": "kvstore", "placement": "ft", "dynamic": "none",
-         "max_load_rps": 50.0}])
-    local = pd.DataFrame([{"arch": "arch8", "app": "kvstore", "max_load_rps": 100.0}])
+         "max_load_rps": 50.0},
+        {"arch": "arch9", "app": "translate", "placement": "ft", "dynamic": "none",
+         "max_load_rps": 0.0}])
+    local = pd.DataFrame([{"arch": "arch8", "app": "kvstore", "max_load_rps": 100.0},
+                          {"arch": "arch8", "app": "translate", "max_load_rps": 0.0}])
     out = placement_normalised(frame, local).set_index(["app", "placement"])
     assert np.isnan(out.loc[("oltp", "ft"), "normalized_max_load"])
+    assert out.loc[("oltp", "ft"), "normalized_to"] == "nothing yet (one placement, no arch8)"
+    # arch8 made, but at no load within QoS: no baseline either, and said so.
+    assert np.isnan(out.loc[("translate", "ft"), "normalized_max_load"])
+    assert out.loc[("translate", "ft"), "normalized_to"] == (
+        "nothing yet (one placement, arch8 carries no load)")
     assert out.loc[("search", "ft"), "normalized_max_load"] == 0.9  # over the best, IL
     assert out.loc[("kvstore", "ft"), "normalized_max_load"] == 0.5  # over arch8's
