@@ -146,12 +146,15 @@ def wrapup_join_lines(run: Run, backend: str) -> list[str]:
     begun (WRAPUP_FILE), one line for every service it waits for is written beside theirs
     (on the script's own descriptor of the FIFO); it reads as many as it waits for, so the
     extra lines change nothing. A switcher that still has not ended after
-    WRAPUP_JOIN_S (stopped, its FIFO gone) is killed, and the wrap-up goes on where it is."""
+    WRAPUP_JOIN_S (stopped, its FIFO gone) is killed, and the wrap-up goes on where it is.
+    The guard holds none of the script's descriptors: killing it leaves its sleep behind,
+    which would otherwise keep the script's output open for WRAPUP_JOIN_S after its end."""
     if not wraps_up_atomic(run, backend):
         return []
     lines = "".join(f"{app} ended\\n" for app in waited_services(run))
     return [f'if [ -n "$SWITCHER" ]; then [ -e {WRAPUP_FILE} ] || printf \'{lines}\' >&9; '
-            f"( sleep {WRAPUP_JOIN_S}; kill -KILL $SWITCHER ) 2>/dev/null & JOIN_GUARD=$!; "
+            f"( sleep {WRAPUP_JOIN_S}; kill -KILL $SWITCHER ) </dev/null >/dev/null 2>&1 & "
+            "JOIN_GUARD=$!; "
             "wait $SWITCHER; kill $JOIN_GUARD 2>/dev/null; fi; exec 9>&-"]
 
 
