@@ -94,7 +94,9 @@ def test_the_shipped_study_expands_into_one_campaign_per_cell() -> None:
         study.cell_spec(cells[("arch8", "translate")]))))
     assert translate.limits.memory_bytes == 12 * 2**30
     assert translate.limits.host_time_s == kv.limits.host_time_s
-    assert kv.limits.memory_bytes == speech.limits.memory_bytes == 8 * 2**30
+    assert kv.limits.memory_bytes == 8 * 2**30
+    # speech's set-up alone passes 8 GiB (8.3 GB on arch8 while still loading its models).
+    assert speech.limits.memory_bytes == 16 * 2**30
     assert study.services["translate"].options == {"max_words": "4"}
 
 
