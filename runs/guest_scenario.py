@@ -147,14 +147,14 @@ def wrapup_join_lines(run: Run, backend: str) -> list[str]:
     (on the script's own descriptor of the FIFO); it reads as many as it waits for, so the
     extra lines change nothing. A switcher that still has not ended after
     WRAPUP_JOIN_S (stopped, its FIFO gone) is killed, and the wrap-up goes on where it is.
-    The guard holds none of the script's descriptors: killing it leaves its sleep behind,
-    which would otherwise keep the script's output open for WRAPUP_JOIN_S after its end."""
+    The guard naps killably (killable_nap_lines): a plain sleep would outlive the killed
+    guard and keep the script's output open for WRAPUP_JOIN_S after its end."""
     if not wraps_up_atomic(run, backend):
         return []
     lines = "".join(f"{app} ended\\n" for app in waited_services(run))
+    guard = killable_subshell([f"nap {WRAPUP_JOIN_S}", "kill -KILL $SWITCHER"])
     return [f'if [ -n "$SWITCHER" ]; then [ -e {WRAPUP_FILE} ] || printf \'{lines}\' >&9; '
-            f"( sleep {WRAPUP_JOIN_S}; kill -KILL $SWITCHER ) </dev/null >/dev/null 2>&1 & "
-            "JOIN_GUARD=$!; "
+            f"{guard} & JOIN_GUARD=$!; "
             "wait $SWITCHER; kill $JOIN_GUARD 2>/dev/null; fi; exec 9>&-"]
 
 
@@ -398,15 +398,13 @@ def watchdog_lines(hang_s: float, wrapup_s: float = 0.0) -> list[str]:
     (``wrapup_s`` more if the wrap-up has begun by then: WRAPUP_FILE) it prints state, CPU,
     kernel wait channel and current system call of every thread of every LC service, then
     kills them; run.sh then exits with HANG_EXIT."""
-    extend = ([f"  if [ -e {WRAPUP_FILE} ]; then sleep {wrapup_s:.3f} & nap=$!; wait $nap; "
+    extend = ([f"  if [ -e {WRAPUP_FILE} ]; then nap {wrapup_s:.3f}; "
                f"waited=\"{hang_s:.3f} s and {wrapup_s:.3f} s of wrap-up\"; fi"]
               if wrapup_s > 0 else [])
     return [
         "(",
-        # Sleep in a child that is killed with the watchdog, so none outlives run.sh.
-        "  trap 'kill $nap 2>/dev/null; exit 0' TERM",
-        f"  sleep {hang_s:.3f} & nap=$!",
-        "  wait $nap",
+        *killable_nap_lines(),
+        f"  nap {hang_s:.3f}",
         f'  waited="{hang_s:.3f} s"',
         *extend,
         # Services that ended but are not reaped yet are zombies (state Z), not hung.
@@ -465,6 +463,11 @@ def killable_nap_lines() -> list[str]:
     (0.36 s of a 0.55 s gem5 run before this, most of its host time)."""
     return ["  trap 'kill $napping 2>/dev/null; exit 0' TERM",
             '  nap() { sleep "$1" & napping=$!; wait $napping; }']
+
+
+def killable_subshell(commands: list[str]) -> str:
+    """``commands`` in a one-line subshell that can nap (killable_nap_lines)."""
+    return "( " + "; ".join([*(line.strip() for line in killable_nap_lines()), *commands]) + " )"
 
 
 def kernel_file_lines(run: Run) -> list[str]:
@@ -577,8 +580,7 @@ def event_lines(run: Run, backend: str) -> list[str]:
             action = [f"event {at} fill stack{event.stack}",
                       f"exec {hog_command(event.stack, event.free_bytes)}"]
         # The nap goes with the timer when run.sh ends it (killable_nap_lines).
-        lines += ["( " + "; ".join(line.strip() for line in killable_nap_lines())
-                  + f"; nap {at}; " + "; ".join(action) + " ) &", 'TIMERS="$TIMERS $!"']
+        lines += [killable_subshell([f"nap {at}", *action]) + " &", 'TIMERS="$TIMERS $!"']
     return lines
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -201,13 +202,19 @@ def test_the_switch_back_comes_before_the_wrap_up(
                         *[f"echo app {i} > {DONE_FIFO}" for i in range(lines)],
                         'say "services done"', *wrapup_join_lines(run, "gem5"),
                         "kill $SWITCHER 2>/dev/null", 'say "wrap-up"']
-                       ).replace("/run/pimcloud", str(tmp_path)).replace(
-                           f"sleep {WRAPUP_JOIN_S};", "sleep 0.5;")
-    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
+                       ).replace("/run/pimcloud", str(tmp_path))
+    # The guard's nap: short where it must fire; where the switcher ends, long enough
+    # that a guard's nap left behind would hold the script's output past it (one did).
+    join_s = 0.5 if case == "switcher stopped" else 20
+    assert f"nap {WRAPUP_JOIN_S};" in script
+    script = script.replace(f"nap {WRAPUP_JOIN_S};", f"nap {join_s};")
+    began = time.monotonic()
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60,
                           env={"PATH": f"{m5[0].parent}:/usr/bin:/bin",
                                "PIMCLOUD_BACKEND": "native"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "wrap-up" in done.stdout
+    assert time.monotonic() - began < 10, "the join guard's nap outlived the script"
     if case == "switcher stopped":
         assert "switchcpu" not in done.stderr  # killed by the guard, never switched
         return
