@@ -980,7 +980,10 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
     # A service with some dynamic cells but not yet every bar is named, not passed over.
     unjudged = ([f"{row.app} on {row.arch}: not compared, no {row.missing} cell yet"
                  for row in gaps.itertuples() if row.missing] if len(gaps) else [])
-    gaps = gaps[gaps["missing"] == ""] if len(gaps) else gaps
+    unjudged += ([f"{row.app} on {row.arch}: not compared, its bars come from different "
+                  f"studies ({row.mixed})" for row in gaps.itertuples()
+                  if row.mixed and not row.missing] if len(gaps) else [])
+    gaps = gaps[(gaps["missing"] == "") & (gaps["mixed"] == "")] if len(gaps) else gaps
     if gaps.empty:
         add(claim, "not measurable", "; ".join(unjudged) or "needs arch9 cells under FT, CC "
             "and IL, each also with migration or replication (study `dynamic`)")
@@ -1025,7 +1028,9 @@ def _dynamic_gaps(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (arch, app) with at least one dynamic cell: the spread of the static max loads
     and of each placement's best of itself, +migration and +replication; the dynamic
     kinds used. Where FT, CC or IL alone, or every placement's dynamic cell, is not there
-    yet, ``missing`` names them ("IL, CC with migration") and the spreads are NaN."""
+    yet, ``missing`` names them ("IL, CC with migration") and the spreads are NaN. Where
+    the bars come from more than one study, ``mixed`` says which from which: like the
+    static placements (_mixed_studies), they compare within one study only."""
     if frame.empty:
         return pd.DataFrame()
     rows = []
@@ -1038,18 +1043,33 @@ def _dynamic_gaps(frame: pd.DataFrame) -> pd.DataFrame:
         missing = [p.upper() for p in ("ft", "cc", "il") if p not in static.index]
         missing += [f"{p.upper()} with {' or '.join(kinds)}" for p in ("ft", "cc", "il")
                     if p not in set(extra["placement"])]
+        mixed = _studies_of_bars(cells)
         if missing:
             rows.append({"arch": arch, "app": app, "static": np.nan, "dynamic": np.nan,
                          "high": np.nan, "kinds": " and ".join(kinds),
-                         "missing": ", ".join(missing)})
+                         "missing": ", ".join(missing), "mixed": mixed})
             continue
         best = [max(static[p], extra[extra["placement"] == p]["max_load_rps"].max())
                 for p in ("ft", "cc", "il")]
         loads = [float(static[p]) for p in ("ft", "cc", "il")]
         rows.append({"arch": arch, "app": app, "static": _spread(loads),
                      "dynamic": _spread(best), "high": max(loads),
-                     "kinds": " and ".join(kinds), "missing": ""})
+                     "kinds": " and ".join(kinds), "missing": "", "mixed": mixed})
     return pd.DataFrame(rows)
+
+
+def _studies_of_bars(cells: pd.DataFrame) -> str:
+    """"" when ``cells`` (one service on one preset, static and dynamic) come from one
+    study, else which bars from which ("ft+rep: an older part; cc, il: X")."""
+    if "study" not in cells.columns:
+        return ""
+    studies = cells["study"].fillna("").astype(str)
+    if studies.nunique() < 2:
+        return ""
+    bars = pd.Series([policy_name(p, d) for p, d in zip(cells["placement"], cells["dynamic"],
+                                                         strict=True)], index=cells.index)
+    by_study = bars.groupby(studies).agg(lambda b: ", ".join(sorted(set(b))))
+    return "; ".join(f"{names}: {study or 'an older part'}" for study, names in by_study.items())
 
 
 def spearman(a: pd.Series, b: pd.Series) -> float:

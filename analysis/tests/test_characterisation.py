@@ -211,6 +211,12 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
         judged(closer[1:])["numbers"])
     assert verdict(closer) == "holds"
     assert "not compared" not in str(judged(closer)["numbers"])
+    # Bars from two studies (another image, another harness) are named, not compared.
+    elsewhere = [dataclasses.replace(closer[0], study="older"), *closer[1:]]
+    assert verdict(elsewhere) == "not measurable"
+    assert ("kvstore on arch9: not compared, its bars come from different studies "
+            "(cc, cc+mig, ft, il, il+mig: an older part; ft+mig: older)") in str(
+                judged(elsewhere)["numbers"])
     worse = [result(p, "migration", 80) for p in ("ft", "cc", "il")]
     assert verdict(worse) == "does not hold"  # no help: the static spread stays
     table = placement_table(statics + closer, qos).set_index("policy")
