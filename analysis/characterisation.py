@@ -32,7 +32,7 @@ from ..atomic import atomic_write_text
 from ..components.stat_names import controller_memories, stat_names
 from ..runs.maxload import early_stop_of, meets_qos, steady_run, summary_of
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudyDir, StudySpec
-from ..topology.units import parse_time_ps
+from ..units import parse_time_ps
 from ..workloads.records import (
     SERIAL_COLUMN,
     SERIAL_WAIT_COLUMN,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pimcloud.topology import TopologyError, load_topology
-from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
+from pimcloud.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.besteffort import JOBS as BE_JOBS
 from pimcloud.workloads.services import SERVICES
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from pimcloud.atomic import atomic_write_text
 from pimcloud.topology import TopologyError, load_topology, numa_nodes
-from pimcloud.topology.units import UnitError, parse_size, parse_time_ps
+from pimcloud.units import UnitError, parse_size, parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 from ..checked import CheckedTable, InputError

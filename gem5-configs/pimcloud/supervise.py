@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .memory_budget import reserved
+
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 POLL_S = 0.2
 
@@ -103,7 +105,22 @@ def stop_group(process: subprocess.Popen[bytes], grace_s: float = 5.0
 def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
               host_time_s: float | None = None, memory_bytes: int | None = None,
               env: dict[str, str] | None = None) -> Supervised:
-    """Run ``command`` to its end or to a limit; stdout and stderr go to ``log``."""
+    """Run ``command`` to its end or to a limit; stdout and stderr go to ``log``. With a
+    memory limit, it first waits for that much of the machine's budget (memory_budget):
+    its host time starts after the wait."""
+    if memory_bytes is None:
+        return _supervised(command, log, cwd, host_time_s, None, env)
+
+    def say(line: str) -> None:
+        with log.open("a") as output:
+            output.write(f"pimcloud-runs: {line}\n")
+
+    with reserved(memory_bytes, say):
+        return _supervised(command, log, cwd, host_time_s, memory_bytes, env)
+
+
+def _supervised(command: list[str], log: Path, cwd: Path | None, host_time_s: float | None,
+                memory_bytes: int | None, env: dict[str, str] | None) -> Supervised:
     started = time.monotonic()
     usage: resource.struct_rusage | None = None
     peak = 0

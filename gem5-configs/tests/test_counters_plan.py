@@ -52,7 +52,7 @@ def test_plan_counts_every_range_and_names_every_cpu(name: str) -> None:
 def test_the_throttles_first_level_caps_below_a_host_cores_stream() -> None:
     """Level 1 must bite: 64-byte reads l x step apart, under the ~0.76 GB/s one O3 host
     core's membw triad reads (1.14 GB/s at the controllers with its writebacks)."""
-    from pimcloud.topology.units import parse_time_ps
+    from pimcloud.units import parse_time_ps
 
     step_s = parse_time_ps(counters_plan(load_topology("paper")).throttle_step) / 1e12
     ceilings = [64 / (level * step_s) / 1e9 for level in range(1, 10)]

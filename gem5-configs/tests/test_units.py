@@ -1,5 +1,5 @@
 import pytest
-from pimcloud.topology.units import (
+from pimcloud.units import (
     UnitError,
     format_size,
     parse_bandwidth,

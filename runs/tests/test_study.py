@@ -20,7 +20,7 @@ from pimcloud.runs.guest_scenario import setup_script
 from pimcloud.runs.spec import parse_spec
 from pimcloud.runs.study import StudyDir, StudyError, load_study, parse_study, to_toml
 from pimcloud.study_cli import _selected, _validation_qos_ns, open_study, run_order
-from pimcloud.topology.units import parse_time_ps
+from pimcloud.units import parse_time_ps
 from pimcloud.workloads.services import SERVICES
 
 STUDY = """

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from ..units import format_size
 from .errors import TopologyError
 from .model import FAR_OWNER, HOST_CLUSTER, Cluster, MemoryRange, Topology, stack_cluster
-from .units import format_size
 
 GiB = 1 << 30
 MiB = 1 << 20

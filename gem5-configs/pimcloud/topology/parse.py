@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..checked import CheckedTable
+from ..units import parse_bandwidth, parse_frequency, parse_size, parse_time_ps
 from .errors import TopologyError
 from .model import (
     FAR_OWNER,
@@ -32,7 +33,6 @@ from .model import (
     Topology,
     stack_cluster,
 )
-from .units import parse_bandwidth, parse_frequency, parse_size, parse_time_ps
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: ships in wheels
 MAX_EXTENDS_DEPTH = 8

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import format_bandwidth, format_size, format_time_ps
 from .interconnect import access_matrix, slit_distances
 from .layout import cpus, e820_entries, memory_ranges, numa_nodes
 from .model import Cluster, Topology
-from .units import format_bandwidth, format_size, format_time_ps
 
 
 def _cluster_line(cluster: Cluster) -> str:

@@ -1,0 +1,93 @@
+"""The machine's memory budget across runners: a simulator waits while live runs of any
+runner hold too much of it, and goes on when they end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from pimcloud import memory_budget
+from pimcloud.memory_budget import (
+    BUDGET_ENV,
+    LEDGER_ENV,
+    BudgetError,
+    budget_bytes,
+    live_reservations,
+    reserved,
+    try_reserve,
+)
+from pimcloud.supervise import supervise
+
+GIB = 2**30
+# Another runner: reserves 8 GiB, says so, and holds it until its stdin closes.
+HOLDER = ("import sys\nfrom pimcloud.memory_budget import reserved\n"
+          "with reserved(8 * 2**30):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "ledger"
+    monkeypatch.setenv(LEDGER_ENV, str(folder))
+    monkeypatch.setenv(BUDGET_ENV, "10GiB")
+    monkeypatch.setattr(memory_budget, "WAIT_POLL_S", 0.1)
+    return folder
+
+
+def test_a_run_waits_for_another_runners_memory_and_goes_on_when_it_ends(
+        ledger: Path, tmp_path: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        assert [r.pid for r in live_reservations(ledger)] == [other.pid]
+        log = tmp_path / "gem5.log"
+        finished = threading.Event()
+        thread = threading.Thread(target=lambda: (
+            supervise(["true"], log=log, memory_bytes=4 * GIB), finished.set()))
+        thread.start()
+        # 8 + 4 GiB pass the 10 GiB budget: it waits, and its log says why.
+        assert not finished.wait(1.0)
+        assert "waiting for memory: this run may use 4GiB" in log.read_text()
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait(timeout=30)
+        assert finished.wait(30), "still waiting after the other run ended"
+        thread.join()
+        assert "memory free after" in log.read_text()
+    finally:
+        other.kill()
+        other.wait()
+    assert live_reservations(ledger) == []  # its own reservation went with it
+
+
+def test_runs_that_fit_share_the_budget_and_a_run_alone_always_starts(ledger: Path) -> None:
+    with reserved(4 * GIB), reserved(6 * GIB):  # 10 GiB: exactly the budget
+        path, held = try_reserve(ledger, 1, budget_bytes())
+        assert path is None and held == 10 * GIB
+    # Over the whole budget, but nothing else runs: it is not held back forever.
+    with reserved(64 * GIB):
+        assert sum(r.bytes for r in live_reservations(ledger)) == 64 * GIB
+
+
+def test_reservations_of_ended_processes_are_dropped(ledger: Path) -> None:
+    ledger.mkdir()
+    me = memory_budget.process_start(os.getpid())
+    dead = ledger / "4194303-1-aaaaaaaa.reserved"  # above the kernel's pid_max default
+    reused = ledger / f"{os.getpid()}-{int(me or 0) + 1}-bbbbbbbb.reserved"  # a reused pid
+    for path in (dead, reused):
+        path.write_text(f"{8 * GIB}\n")
+    assert live_reservations(ledger) == []
+    assert not dead.exists() and not reused.exists()
+
+
+def test_a_budget_that_does_not_parse_names_the_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BUDGET_ENV, "20G")
+    with pytest.raises(BudgetError, match=rf"{BUDGET_ENV}='20G': .*GiB.*\(or unset it"):
+        budget_bytes()
+    monkeypatch.delenv(BUDGET_ENV)
+    assert 0 < budget_bytes() < memory_budget.machine_memory()
