@@ -51,10 +51,13 @@ def _selected(study: StudySpec, only: str | None, services: str | None,
     return wanted
 
 
-def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
-    """Cells of ``jobs`` boots at a time, their services in turn (p1-s1, p2-s1, p1-s2,
+def run_order(cells: list[Cell], jobs: int,
+              seconds: dict[str, float] | None = None) -> list[Cell]:
+    """Cells of ``jobs`` boots at a time, their cells in turn (p1-s1, p2-s1, p1-s2,
     ...): parallel jobs then boot and load different presets instead of waiting on one.
-    A board with the page-access counters boots apart from its preset's other cells."""
+    A board with the page-access counters boots apart from its preset's other cells.
+    With each cell's priced host ``seconds``, a boot's cells go longest first, as `study
+    plan` packs them: a long cell left for last would run alone at the end."""
     def boot(cell: Cell) -> tuple[str, bool]:
         return cell.preset, cell.counters
 
@@ -62,7 +65,8 @@ def run_order(cells: list[Cell], jobs: int) -> list[Cell]:
     ordered: list[Cell] = []
     for start in range(0, len(boots), max(1, jobs)):
         group = boots[start:start + max(1, jobs)]
-        by_boot = [[c for c in cells if boot(c) == b] for b in group]
+        by_boot = [sorted((c for c in cells if boot(c) == b),
+                          key=lambda c: -(seconds or {}).get(c.name, 0.0)) for b in group]
         for index in range(max(len(b) for b in by_boot)):
             ordered.extend(b[index] for b in by_boot if index < len(b))
     return ordered
@@ -146,7 +150,7 @@ def _plan(args: argparse.Namespace) -> int:
         rate = plan.startup_rate or rate
         setups.append(cell_setup)
         runs.extend(plan.per_run.values())
-        cells.append(cell_setup + sum(plan.per_run.values()))
+        cells.append(plan_seconds(plan))
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps for {spec.length.measured_s:.3g} s simulated: "
                      f"app checkpoint {format_seconds(cell_setup)}"
@@ -182,19 +186,23 @@ def cell_plan(spec: Any, cell: Cell, jobs: int, cost: Any) -> Any:
                      *have, {cell.service: cost.seconds} if cost else None)
 
 
+def plan_seconds(plan: Any) -> float:
+    """A cell plan's host seconds: its app checkpoint (unless stored) and its runs."""
+    return sum(seconds for _, _, seconds in plan.setups.values()) + sum(plan.per_run.values())
+
+
 def cell_price_per_run(spec: Any, cell: Cell, jobs: int, cost: Any) -> float:
-    """A cell's host seconds a run as `study plan` prices it: its app checkpoint (unless
-    stored) and its runs, over its runs."""
+    """A cell's host seconds a run as `study plan` prices it, over its runs."""
     plan = cell_plan(spec, cell, jobs, cost)
-    setup = sum(seconds for _, _, seconds in plan.setups.values())
-    return (setup + sum(plan.per_run.values())) / max(len(plan.per_run), 1)
+    return plan_seconds(plan) / max(len(plan.per_run), 1)
 
 
 def study_wall_s(boots: list[float], cells: list[float], jobs: int) -> float:
     """Wall time of a study made ``jobs`` cells at a time: its boots side by side, then
     the cells, longest first onto the least loaded job (a cell is one job: its longest
-    bounds the wall time however many jobs there are). A lower bound: `study run` takes
-    the cells in its own order."""
+    bounds the wall time however many jobs there are). A lower bound: `study run` also
+    takes a boot's cells longest first, but a cell waits for its boot, and two cells
+    of one app set for one app checkpoint."""
     from .runs.plan import packed_s
 
     return max(boots, default=0.0) + packed_s(cells, jobs)
@@ -207,6 +215,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
     used up their attempts a fresh set (`campaign resume --retry-failed`)."""
     from .runs.campaign import prepare_campaign
     from .runs.cli import execute
+    from .runs.spec import load_spec
     from .runs.study_work import request_costs
     from .workloads.services import gem5_caveat
 
@@ -239,7 +248,11 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
             with lock:
                 failed.append(cell.name)
 
-    order = {c.name: i for i, c in enumerate(run_order([c for c, _, _ in cells], jobs))}
+    seconds = {cell.name: plan_seconds(cell_plan(load_spec(spec_path), cell, 1,
+                                                 costs.get(cell.name)))
+               for cell, spec_path, _ in cells}
+    order = {c.name: i for i, c in enumerate(run_order([c for c, _, _ in cells], jobs,
+                                                       seconds))}
     cells.sort(key=lambda item: order[item[0].name])
     with ThreadPoolExecutor(max_workers=1 if executor == "slurm" else max(1, jobs)) as pool:
         list(pool.map(one, cells))

@@ -182,6 +182,11 @@ def test_parallel_jobs_take_different_presets() -> None:
     assert order == ["arch1-kvstore", "arch8-kvstore", "arch1-imgdnn", "arch8-imgdnn"]
     assert [c.name for c in run_order(study.cells(), jobs=1)][:2] == ["arch1-kvstore",
                                                                       "arch1-imgdnn"]
+    # Priced, a boot's cells go longest first (as `study plan` packs them): the longest
+    # left for last would run alone at the end.
+    seconds = {"arch1-kvstore": 600.0, "arch1-imgdnn": 3600.0, "arch8-kvstore": 900.0}
+    order = [c.name for c in run_order(study.cells(), jobs=2, seconds=seconds)]
+    assert order == ["arch1-imgdnn", "arch8-kvstore", "arch1-kvstore", "arch8-imgdnn"]
 
 
 def test_parallel_jobs_boot_the_counters_board_beside_the_plain_one() -> None:
