@@ -1,6 +1,6 @@
-"""Every test's gem5 and QEMU runs reserve memory in a ledger of the test session's own
+"""The tests' gem5 runs reserve their memory limits in a ledger of the test session's own
 (pimcloud.memory_budget): a campaign running on the same machine must not hold the test
-suite waiting for its memory, nor the tests hold it."""
+suite waiting for its memory, nor the tests hold it (they do not count in its budget)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from pimcloud.memory_budget import BudgetError, budget_bytes
 from pimcloud.paths import REPO_ROOT
 from pimcloud.supervise import die_with_parent
 
@@ -83,6 +84,10 @@ def _stop_workers(workers: dict[str, subprocess.Popen[bytes]]) -> None:
 def run_local(campaign: Campaign, jobs: int = 0, live: bool | None = None,
               log: object = print) -> dict[str, int]:
     """Make every pending run, ``jobs`` at a time; returns the workers' exit codes."""
+    try:
+        budget_bytes()  # a bad $PIMCLOUD_MEMORY_BUDGET: said once here, not by every run
+    except BudgetError as error:
+        raise CampaignError(str(error)) from None
     jobs = local_jobs(campaign, jobs or campaign.spec.executor.jobs)
     campaign.record["jobs"] = jobs
     campaign.dir.write_record(campaign.record)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -70,28 +71,47 @@ def budget_bytes() -> int:
 
 
 def process_start(pid: int) -> str | None:
-    """``pid``'s start time in clock ticks since boot, or None when it is not running."""
+    """``pid``'s start time in clock ticks since boot, or None when it is not running
+    (a zombie has ended: its parent has not reaped it yet)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    return stat[stat.rfind(b")") + 2:].split()[19].decode()
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return None if fields[0] == b"Z" else fields[19].decode()
+
+
+def _live(folder: Path, kind: str) -> list[tuple[Path, int]]:
+    """The ``kind`` files ("reserved", "waiting") of running processes, each with its
+    number; the files of ended processes are removed, whatever they hold."""
+    live = []
+    for entry in folder.glob(f"*.{kind}"):
+        pid_text, started, *_ = [*entry.name.split("-", 2), ""]
+        if not pid_text.isdigit() or process_start(int(pid_text)) != started:
+            entry.unlink(missing_ok=True)
+            continue
+        try:
+            live.append((entry, int(entry.read_text())))
+        except (OSError, ValueError):
+            continue  # removed meanwhile; a file is written before it is named (_write)
+    return live
 
 
 def live_reservations(folder: Path) -> list[Reservation]:
     """The reservations of running processes; the files of ended ones are removed."""
-    live = []
-    for entry in folder.glob("*.reserved"):
-        try:
-            pid_text, started, _ = entry.name.split("-", 2)
-            held = Reservation(int(pid_text), started, int(entry.read_text()))
-        except (OSError, ValueError):
-            continue  # being written or removed: its writer holds the lock, not us
-        if process_start(held.pid) == held.started:
-            live.append(held)
-        else:
-            entry.unlink(missing_ok=True)
-    return live
+    return [Reservation(int(path.name.split("-")[0]), path.name.split("-")[1], held)
+            for path, held in _live(folder, "reserved")]
+
+
+def _ledger(folder: Path) -> Path:
+    """The ledger folder, made this user's alone: another user's, or one others may
+    write to, could hold every run back with a planted reservation."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise BudgetError(f"the memory ledger {folder} is not this user's alone: remove it, "
+                          f"or set {LEDGER_ENV} to a folder of yours")
+    return folder
 
 
 @contextlib.contextmanager
@@ -104,41 +124,66 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def try_reserve(folder: Path, wanted: int, budget: int) -> tuple[Path | None, int]:
+def _write(folder: Path, kind: str, number: int) -> Path:
+    """A new ``kind`` file of this process holding ``number``: written, then named, so a
+    reader never finds it empty. One process may hold several (a study's cells run from
+    threads)."""
+    pid = os.getpid()
+    path = folder / f"{pid}-{process_start(pid)}-{uuid.uuid4().hex[:8]}.{kind}"
+    partial = folder / f".{path.name}.partial"
+    partial.write_text(f"{number}\n")
+    os.replace(partial, path)
+    return path
+
+
+def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = None
+                ) -> tuple[Path | None, Path | None, int]:
     """Reserve ``wanted`` bytes if they fit beside the live reservations (or none is
-    live); the reservation's file (None if it did not fit) and the bytes held by others."""
-    folder.mkdir(parents=True, exist_ok=True)
+    live) and no run waits ahead of this one (``ticket``: its place in the queue, made at
+    its first try that did not fit). The reservation (None if not made), the ticket
+    (None once reserved) and the bytes held by others. Waiting runs go in turn, so a
+    large one is not passed over for ever by smaller ones that keep fitting."""
+    _ledger(folder)
     with _locked(folder):
         held = sum(r.bytes for r in live_reservations(folder))
-        if held and held + wanted > budget:
-            return None, held
-        pid = os.getpid()
-        started = process_start(pid)
-        # One process may hold several (a study's cells run from threads).
-        path = folder / f"{pid}-{started}-{uuid.uuid4().hex[:8]}.reserved"
-        path.write_text(f"{wanted}\n")
-        return path, held
+        queue = sorted(_live(folder, "waiting"), key=lambda entry: entry[1])
+        mine = next((arrived for path, arrived in queue if path == ticket), None)
+        first = all(path == ticket or (mine is not None and arrived > mine)
+                    for path, arrived in queue)
+        if first and (not held or held + wanted <= budget):
+            if ticket is not None:
+                ticket.unlink(missing_ok=True)
+            return _write(folder, "reserved", wanted), None, held
+        if ticket is None or mine is None:  # a first try, or a ticket swept meanwhile
+            ticket = _write(folder, "waiting", time.time_ns())
+        return None, ticket, held
 
 
 @contextlib.contextmanager
 def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> Iterator[None]:
     """Hold ``wanted`` bytes of the machine's budget for the body, waiting for them first
     (``say`` is told once why it waits, and when it goes on)."""
+    if os.environ.get("SLURM_JOB_ID"):
+        yield  # Slurm's --mem has reserved it on the job's node already
+        return
     folder, budget = ledger_dir(), budget_bytes()
     waited = None
-    while True:
-        path, held = try_reserve(folder, wanted, budget)
-        if path is not None:
-            break
-        if waited is None:
-            waited = time.monotonic()
-            say(f"waiting for memory: this run may use {format_size(wanted)}, runs of this "
-                f"machine hold {held / 2**30:.1f} GiB of its {budget / 2**30:.1f} GiB budget "
-                f"({BUDGET_ENV}; ledger {folder})")
-        time.sleep(WAIT_POLL_S)
-    if waited is not None:
-        say(f"memory free after {time.monotonic() - waited:.0f} s of waiting: starting")
+    ticket = path = None
     try:
+        while True:
+            path, ticket, held = try_reserve(folder, wanted, budget, ticket)
+            if path is not None:
+                break
+            if waited is None:
+                waited = time.monotonic()
+                say(f"waiting for memory: this run may use {format_size(wanted)}, runs of "
+                    f"this machine hold {held / 2**30:.1f} GiB of its {budget / 2**30:.1f} "
+                    f"GiB budget ({BUDGET_ENV}; ledger {folder})")
+            time.sleep(WAIT_POLL_S)
+        if waited is not None:
+            say(f"memory free after {time.monotonic() - waited:.0f} s of waiting: starting")
         yield
     finally:
-        path.unlink(missing_ok=True)
+        for held_file in (path, ticket):
+            if held_file is not None:
+                held_file.unlink(missing_ok=True)

@@ -232,11 +232,19 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
     failed: list[str] = []
     costs = request_costs(study, root)
 
+    plans: dict[str, Any] = {}
+    for cell, spec_path, _ in cells:
+        try:  # for the order and the ETA only: a cell that cannot be priced fails in one()
+            plans[cell.name] = cell_plan(load_spec(spec_path), cell, 1, costs.get(cell.name))
+        except Exception as error:  # said, and left to fail in its own run
+            log(f"study: {cell.name}: not priced ({error})")
+
     def one(item: tuple[Cell, Path, Path]) -> None:
         cell, spec_path, folder = item
         campaign = prepare_campaign(spec_path, folder, study.backend, log=log)
-        # Its progress lines' ETA as `study plan` prices it.
-        campaign.price_runs(cell_price_per_run(campaign.spec, cell, 1, costs.get(cell.name)))
+        plan = plans.get(cell.name)
+        if plan is not None:  # its progress lines' ETA as `study plan` prices it
+            campaign.price_runs(plan_seconds(plan) / max(len(plan.per_run), 1))
         if retry_failed and campaign.grant_retries():
             log(f"study: {cell.name}: its failed runs get {campaign.spec.limits.retries + 1} "
                 "more attempts")
@@ -248,9 +256,7 @@ def run_study(study: StudySpec, root: Path, chosen: set[str], jobs: int,
             with lock:
                 failed.append(cell.name)
 
-    seconds = {cell.name: plan_seconds(cell_plan(load_spec(spec_path), cell, 1,
-                                                 costs.get(cell.name)))
-               for cell, spec_path, _ in cells}
+    seconds = {name: plan_seconds(plan) for name, plan in plans.items()}
     order = {c.name: i for i, c in enumerate(run_order([c for c, _, _ in cells], jobs,
                                                        seconds))}
     cells.sort(key=lambda item: order[item[0].name])

@@ -66,15 +66,38 @@ def test_a_run_waits_for_another_runners_memory_and_goes_on_when_it_ends(
 
 def test_runs_that_fit_share_the_budget_and_a_run_alone_always_starts(ledger: Path) -> None:
     with reserved(4 * GIB), reserved(6 * GIB):  # 10 GiB: exactly the budget
-        path, held = try_reserve(ledger, 1, budget_bytes())
-        assert path is None and held == 10 * GIB
+        path, ticket, held = try_reserve(ledger, 1, budget_bytes())
+        assert path is None and ticket is not None and held == 10 * GIB
+        ticket.unlink()
     # Over the whole budget, but nothing else runs: it is not held back forever.
     with reserved(64 * GIB):
         assert sum(r.bytes for r in live_reservations(ledger)) == 64 * GIB
 
 
+def test_waiting_runs_go_in_turn(ledger: Path) -> None:
+    """A large run waiting is not passed over by smaller ones that would fit."""
+    budget = budget_bytes()
+    with reserved(4 * GIB):
+        big, big_ticket, _ = try_reserve(ledger, 8 * GIB, budget)  # 12 > 10: it waits
+        assert big is None and big_ticket is not None
+        small, small_ticket, _ = try_reserve(ledger, 2 * GIB, budget)  # fits, but behind
+        assert small is None and small_ticket is not None
+    big, big_ticket, _ = try_reserve(ledger, 8 * GIB, budget, big_ticket)
+    assert big is not None and big_ticket is None
+    small, small_ticket, _ = try_reserve(ledger, 2 * GIB, budget, small_ticket)
+    assert small is not None  # now first, and 8 + 2 fit
+    assert sum(r.bytes for r in live_reservations(ledger)) == 10 * GIB
+
+
+def test_a_ledger_others_may_write_to_is_refused(ledger: Path) -> None:
+    ledger.mkdir(mode=0o777)
+    ledger.chmod(0o777)
+    with pytest.raises(BudgetError, match=f"{ledger} is not this user's alone"):
+        try_reserve(ledger, GIB, budget_bytes())
+
+
 def test_reservations_of_ended_processes_are_dropped(ledger: Path) -> None:
-    ledger.mkdir()
+    ledger.mkdir(mode=0o700)
     me = memory_budget.process_start(os.getpid())
     dead = ledger / "4194303-1-aaaaaaaa.reserved"  # above the kernel's pid_max default
     reused = ledger / f"{os.getpid()}-{int(me or 0) + 1}-bbbbbbbb.reserved"  # a reused pid

@@ -29,6 +29,7 @@ from pimcloud.runs.guest_scenario import (
     event_lines,
     hang_after_s,
     harness_command,
+    killable_subshell,
     placed_lines,
     program_candidates,
     run_part_script,
@@ -220,6 +221,19 @@ def test_the_switch_back_comes_before_the_wrap_up(
         return
     assert "switchcpu" in done.stderr  # the native m5 says what it would have done
     assert done.stdout.index("measured requests done") < done.stdout.index("wrap-up")
+
+
+def test_a_napping_subshell_ended_at_once_leaves_nothing_holding_the_output() -> None:
+    """run.sh ends its guard, watchdog and timers with SIGTERM, sometimes microseconds
+    after it started them (the wrap-up's guard, when the switch was made already): a TERM
+    before the nap knows its sleep's pid left that sleep behind, holding the script's
+    output for the whole nap (dash: 10 of 300 tries)."""
+    one = f"{killable_subshell(['nap 30'])} & g=$!; kill $g"
+    began = time.monotonic()
+    done = subprocess.run(["sh", "-c", "\n".join([one] * 300)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 20, "a nap's sleep outlived its subshell"
 
 
 def test_the_real_harness_takes_the_run_options_from_its_start_file(
