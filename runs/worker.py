@@ -28,6 +28,7 @@ from typing import Any
 
 from pimcloud.atomic import atomic_write_text
 from pimcloud.file_digest import file_digest
+from pimcloud.memory_budget import in_turn_from_now
 
 from .backends import Outcome
 from .campaign import Campaign, open_campaign
@@ -101,7 +102,8 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
             gem5_sha256 = gem5_binary_sha256(campaign)
             log(f"{run.run_id}: attempt {attempt} of {campaign.max_attempts} ({backend.name})")
             try:
-                outcome = backend.attempt(run, staging)
+                with in_turn_from_now():  # its gem5s keep the attempt's place for memory
+                    outcome = backend.attempt(run, staging)
             except Exception as error:  # a bug or a broken input must not stop other runs
                 outcome = Outcome(False, "runner-error", f"{error}\n{traceback.format_exc()}",
                                   0.0)

@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import stat
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -136,27 +137,43 @@ def _write(folder: Path, kind: str, number: int) -> Path:
     return path
 
 
-def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = None
-                ) -> tuple[Path | None, Path | None, int]:
+def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = None,
+                arrival: int | None = None) -> tuple[Path | None, Path | None, int]:
     """Reserve ``wanted`` bytes if they fit beside the live reservations (or none is
-    live) and no run waits ahead of this one (``ticket``: its place in the queue, made at
-    its first try that did not fit). The reservation (None if not made), the ticket
-    (None once reserved) and the bytes held by others. Waiting runs go in turn, so a
-    large one is not passed over for ever by smaller ones that keep fitting."""
+    live) and no run waits ahead of this one: runs wait in turn of ``arrival`` (ns since
+    the epoch; default: its ticket's, or now), so a large one is not passed over for ever
+    by smaller ones that keep fitting. ``ticket`` holds its place while it waits, made at
+    its first try that did not fit. The reservation (None if not made), the ticket (None
+    once reserved) and the bytes held by others."""
     _ledger(folder)
     with _locked(folder):
         held = sum(r.bytes for r in live_reservations(folder))
-        queue = sorted(_live(folder, "waiting"), key=lambda entry: entry[1])
-        mine = next((arrived for path, arrived in queue if path == ticket), None)
-        first = all(path == ticket or (mine is not None and arrived > mine)
-                    for path, arrived in queue)
+        queue = _live(folder, "waiting")
+        mine = arrival if arrival is not None else next(
+            (arrived for path, arrived in queue if path == ticket), time.time_ns())
+        first = all(path == ticket or arrived > mine for path, arrived in queue)
         if first and (not held or held + wanted <= budget):
             if ticket is not None:
                 ticket.unlink(missing_ok=True)
             return _write(folder, "reserved", wanted), None, held
-        if ticket is None or mine is None:  # a first try, or a ticket swept meanwhile
-            ticket = _write(folder, "waiting", time.time_ns())
+        if ticket is None or not any(path == ticket for path, _ in queue):
+            ticket = _write(folder, "waiting", mine)  # a first try, or swept meanwhile
         return None, ticket, held
+
+
+_turn = threading.local()
+
+
+@contextlib.contextmanager
+def in_turn_from_now() -> Iterator[None]:
+    """The reservations this thread makes in the body wait in turn from now: a run's
+    attempt keeps its place between its simulators (app checkpoint set-up, run, memory
+    restarts) instead of going behind runs that came while one of them ran."""
+    _turn.arrival = time.time_ns()
+    try:
+        yield
+    finally:
+        del _turn.arrival
 
 
 @contextlib.contextmanager
@@ -167,11 +184,12 @@ def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> It
         yield  # Slurm's --mem has reserved it on the job's node already
         return
     folder, budget = ledger_dir(), budget_bytes()
+    arrival = getattr(_turn, "arrival", None) or time.time_ns()
     waited = None
     ticket = path = None
     try:
         while True:
-            path, ticket, held = try_reserve(folder, wanted, budget, ticket)
+            path, ticket, held = try_reserve(folder, wanted, budget, ticket, arrival)
             if path is not None:
                 break
             if waited is None:

@@ -89,6 +89,28 @@ def test_waiting_runs_go_in_turn(ledger: Path) -> None:
     assert sum(r.bytes for r in live_reservations(ledger)) == 10 * GIB
 
 
+def test_an_attempt_keeps_its_place_between_its_simulators(ledger: Path) -> None:
+    """A run's app checkpoint set-up, then its run: another run that came while the
+    set-up ran waits behind it, not ahead (one did, and held a study's last static cell
+    back for a replication cell's hour)."""
+    budget = budget_bytes()
+    with memory_budget.in_turn_from_now():
+        with reserved(4 * GIB), reserved(4 * GIB):  # this attempt's set-up, another run
+            later, later_ticket, _ = try_reserve(ledger, 4 * GIB, budget)  # 12 > 10
+            assert later is None and later_ticket is not None
+        # The set-up ended. Coming now, its run would go behind the one that waits ...
+        run, ticket, _ = try_reserve(ledger, 4 * GIB, budget)
+        assert run is None and ticket is not None
+        ticket.unlink()
+        # ... in the attempt's turn, it goes first.
+        run, ticket, _ = try_reserve(ledger, 4 * GIB, budget,
+                                     arrival=memory_budget._turn.arrival)
+        assert run is not None and ticket is None
+        run.unlink()
+    assert not hasattr(memory_budget._turn, "arrival")
+    later_ticket.unlink()
+
+
 def test_a_ledger_others_may_write_to_is_refused(ledger: Path) -> None:
     ledger.mkdir(mode=0o777)
     ledger.chmod(0o777)
