@@ -75,10 +75,10 @@ def process_start(pid: int) -> str | None:
     """``pid``'s start time in clock ticks since boot, or None when it is not running
     (a zombie has ended: its parent has not reaped it yet)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        text = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = text[text.rfind(b")") + 2:].split()
     return None if fields[0] == b"Z" else fields[19].decode()
 
 
