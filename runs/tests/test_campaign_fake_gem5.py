@@ -183,11 +183,12 @@ def test_killed_worker_leaves_no_run_and_is_resumed(
     worker = subprocess.Popen([sys.executable, "-m", "pimcloud.runs.worker",
                                str(campaign.dir.root), "--run", RUN_IDS[0]],
                               env=os.environ.copy(), stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    # Wait for the attempt to be seen running (a loaded host may take a while to start it).
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (
-            campaign.dir.staging.is_dir() and any(campaign.dir.staging.iterdir())):
+            campaign.dir.staging.is_dir() and any(campaign.dir.staging.iterdir())
+            and campaign_status(campaign).counts["running"] == 1):
         time.sleep(0.1)
-    time.sleep(1.0)
     assert campaign_status(campaign).counts["running"] == 1
     worker.kill()
     worker.wait()
