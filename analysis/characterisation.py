@@ -34,6 +34,7 @@ from ..runs.maxload import early_stop_of, meets_qos, steady_run, summary_of
 from ..runs.study import DYNAMIC_SUFFIX, Cell, StudyDir, StudySpec
 from ..units import parse_time_ps
 from ..workloads.records import (
+    RELEASED_COLUMN,
     SERIAL_COLUMN,
     SERIAL_WAIT_COLUMN,
     read_lats_bin,
@@ -72,6 +73,10 @@ class CellResult:
     overhead_ns: float | None = None
     # The load generator's CPU a request (one thread, in turn); None: not measured.
     generator_ns: float | None = None
+    # Its mean lateness a sampled request (scheduled arrival to release into the queue);
+    # None: the harness did not record releases. Not in the model, whose generator is late
+    # only by its CPU; a large one says the sample's generator shared busy cores.
+    late_ns: float | None = None
     # The cell's direct max-load search (`pimcloud study validate`), if one was begun.
     search: Path | None = None
     # Per sampled request, its hand-over to an idle worker (NaN: it found none idle);
@@ -118,24 +123,48 @@ def occupied_ns(requests: pd.DataFrame) -> np.ndarray:
     return service
 
 
+def released_of(requests: pd.DataFrame) -> np.ndarray | None:
+    """When each request entered the work queue (requests.csv ``released_ns``), or None
+    when the table has no such column or a request lacks it (0: TCP client mode)."""
+    if RELEASED_COLUMN not in requests.columns:
+        return None
+    released = requests[RELEASED_COLUMN].to_numpy(dtype=float)
+    return released if len(released) and (released > 0).all() else None
+
+
 def handover_ns(requests: pd.DataFrame, servers: int) -> np.ndarray:
     """Per request, the harness's hand-over to an idle worker where it found one (a futex
     wake of a sleeping thread on a halted core: 8.7 us on average on arch1's O3 cores,
     several kvstore requests' service), NaN where it found every worker busy (the one that
     frees next takes it from the queue unwoken). The hand-over is the queue time of a
     request that arrived while fewer than ``servers`` were in the system, so no queueing
-    is in it. All NaN without timestamps (lats.bin)."""
+    is in it. Counted from the request's release into the queue where the table records
+    it, so that the load generator's lateness (a generator sharing the cores with the
+    workers) is not taken for a wake; from its scheduled arrival in tables made before.
+    All NaN without timestamps (lats.bin)."""
     missing = np.full(len(requests), np.nan)
     if "scheduled_ns" not in requests.columns:
         return missing
-    arrival = requests["scheduled_ns"].to_numpy(dtype=float)
+    released = released_of(requests)
+    arrival = requests["scheduled_ns"].to_numpy(dtype=float) if released is None else released
     ordered_end = np.sort(requests["end_ns"].to_numpy(dtype=float))
     ordered_arrival = np.sort(arrival)
     # In the system at each arrival: arrived before it, not yet done.
     before = np.searchsorted(ordered_arrival, arrival, side="left")
     done = np.searchsorted(ordered_end, arrival, side="right")
     idle_worker = (before - done) < servers
-    return np.where(idle_worker, requests["queue_ns"].to_numpy(dtype=float), missing)
+    waited = requests["start_ns"].to_numpy(dtype=float) - arrival
+    return np.where(idle_worker, waited, missing)
+
+
+def lateness_ns(requests: pd.DataFrame) -> float | None:
+    """The load generator's mean lateness a request: from its scheduled arrival to its
+    release into the queue (a generator that shares the cores with the workers is not
+    always on one when an arrival is due); None where the table does not record it."""
+    released = released_of(requests)
+    if released is None:
+        return None
+    return float(np.mean(released - requests["scheduled_ns"].to_numpy(dtype=float)))
 
 
 def generator_of(run_dir: Path, app: str) -> float | None:
@@ -180,7 +209,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
     ``search`` (rows marked ``probe``; None when its sampled run is not done)."""
     rows = []
     sample: tuple[np.ndarray, np.ndarray, np.ndarray, float, pd.DataFrame, Path] | None = None
-    setup = float("nan")
+    setup, late = float("nan"), None
     records = [(path, False) for path in sorted((folder / "runs").glob("*/run.json"))]
     if search is not None:
         records += [(path, True) for path in sorted((search / "runs").glob("*/run.json"))]
@@ -227,6 +256,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
             execution = record.get("execution") or {}
             sample = (service, handover, window,
                       float(execution.get("host_seconds") or np.nan), lats, record_path.parent)
+            late = lateness_ns(lats)
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None
@@ -234,8 +264,8 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
     return CellResult(cell, service, pd.DataFrame(rows).sort_values("rps"), host_seconds,
                       folder, setup, serial_ns=serial_of(lats),
                       overhead_ns=overhead_of(run_dir, cell.service, window),
-                      generator_ns=generator_of(run_dir, cell.service), search=search,
-                      handover_ns=handover, sample_dir=run_dir)
+                      generator_ns=generator_of(run_dir, cell.service), late_ns=late,
+                      search=search, handover_ns=handover, sample_dir=run_dir)
 
 
 def _setup_host_seconds(folder: Path, app_checkpoint: object) -> float:
@@ -282,6 +312,7 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
                         else np.round(r.serial_ns).astype(np.int64)),
         "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns,
         "generator_ns": np.nan if r.generator_ns is None else r.generator_ns,
+        "late_ns": np.nan if r.late_ns is None else r.late_ns,
         HANDOVER_COLUMN: (np.full(len(r.service_ns), np.nan) if r.handover_ns is None
                           else np.round(r.handover_ns))})
         for r in results]
@@ -316,6 +347,7 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                                 serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0})),
                                 overhead_ns=_number(first.get("overhead_ns")),
                                 generator_ns=_number(first.get("generator_ns")),
+                                late_ns=_number(first.get("late_ns")),
                                 handover_ns=(group[HANDOVER_COLUMN].to_numpy(dtype=float)
                                              if HANDOVER_COLUMN in group else None),
                                 study=_text(first.get("study"))))
@@ -643,6 +675,7 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "generator_us": np.nan if result.generator_ns is None
                      else result.generator_ns / 1e3,
                      "mean_serial_us": queue.mean_serial_ns / 1e3,
+                     "late_us": np.nan if result.late_ns is None else result.late_ns / 1e3,
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,
                      "sample_p99_ns": measured, "model_p99_at_sample_ns": at_sample,

@@ -31,6 +31,10 @@ LATS_FIELDS = ("queue_ns", "service_ns", "sojourn_ns")
 # tables made before them have neither.
 SERIAL_COLUMN = "serial_ns"
 SERIAL_WAIT_COLUMN = "serial_wait_ns"
+# Optional too: when the load generator put the request in the work queue, between
+# scheduled_ns and start_ns (0 where not known: TCP client mode); tables made before it lack
+# the column.
+RELEASED_COLUMN = "released_ns"
 
 
 class ResultsWarning(UserWarning):

@@ -12,6 +12,7 @@ from pimcloud.analysis.characterisation import (
     CellResult,
     claims,
     handover_ns,
+    lateness_ns,
     occupied_ns,
     placement_table,
     table_iii,
@@ -37,6 +38,21 @@ def test_the_hand_over_counts_only_where_a_worker_was_idle() -> None:
     assert np.isnan(handover_ns(frame, servers=1)[2])
     # With two workers the third found one idle: its 13 ns wait is a hand-over too.
     assert handover_ns(frame, servers=2).tolist() == [5.0, 5.0, 13.0]
+
+
+def test_a_late_generator_is_not_taken_for_a_hand_over() -> None:
+    # The generator released each request 40 ns after its scheduled arrival (it shared a
+    # busy core); the worker then took 5 ns to wake. The hand-over is the 5 ns, and the 40
+    # is the generator's lateness.
+    frame = requests([(0, 45, 55), (100, 145, 155)]).assign(released_ns=[40, 140])
+    assert handover_ns(frame, servers=1).tolist() == [5.0, 5.0]
+    assert lateness_ns(frame) == pytest.approx(40.0)
+    # A table made before the column, or a request without a release (TCP client mode):
+    # counted from the scheduled arrival, and no lateness.
+    older = frame.drop(columns=["released_ns"])
+    assert handover_ns(older, servers=1).tolist() == [45.0, 45.0]
+    assert lateness_ns(older) is None
+    assert lateness_ns(frame.assign(released_ns=[40, 0])) is None
 
 
 def test_without_times_the_service_time_alone() -> None:

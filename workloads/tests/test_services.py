@@ -74,6 +74,10 @@ def test_kvstore_answers_and_stays_consistent(tmp_path: Path, need: Need) -> Non
     assert out.summary["service"]["consistent"] is True
     assert out.summary["service"]["keys_found"] == out.summary["service"]["keys"]
     assert (out.requests["serial_ns"] == 0).all()  # no serial section of its own
+    # Released into the queue at or after its scheduled arrival, before a worker took it.
+    frame = out.requests
+    assert (frame["scheduled_ns"] <= frame["released_ns"]).all()
+    assert (frame["released_ns"] <= frame["start_ns"]).all()
     # The whole process's CPU over the measured region: at least the services it ran.
     assert out.summary["measured_cpu_ns"] >= 0.5 * out.requests["service_ns"].sum() > 0
     assert 0 < out.summary["generator_cpu_ns"] < out.summary["measured_cpu_ns"]

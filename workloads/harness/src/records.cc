@@ -71,14 +71,15 @@ std::vector<LatsTriple> read_lats_bin(const std::string& path) {
 void write_requests_csv(const std::string& path, const std::vector<RequestRecord>& records) {
   std::string text =
       "request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,serial_ns,"
-      "serial_wait_ns\n";
+      "serial_wait_ns,released_ns\n";
   text.reserve(text.size() + records.size() * 96);
   for (const auto& r : records) {
     text += std::to_string(r.request_id) + ',' + std::to_string(r.thread) + ',' +
             std::to_string(r.scheduled_ns) + ',' + std::to_string(r.start_ns) + ',' +
             std::to_string(r.end_ns) + ',' + std::to_string(r.queue_ns()) + ',' +
             std::to_string(r.service_ns) + ',' + std::to_string(r.sojourn_ns()) + ',' +
-            std::to_string(r.serial_ns) + ',' + std::to_string(r.serial_wait_ns) + '\n';
+            std::to_string(r.serial_ns) + ',' + std::to_string(r.serial_wait_ns) + ',' +
+            std::to_string(r.released_ns) + '\n';
   }
   atomic_write(path, text);
 }

@@ -23,6 +23,7 @@ Request make_request_locked(Service& service, Rng& rng) {
 }
 
 bool WorkQueue::push_open(Work work) {
+  work.released_ns = now_ns();
   {
     std::lock_guard lock(mutex_);
     if (closed_) return false;
@@ -33,6 +34,7 @@ bool WorkQueue::push_open(Work work) {
 }
 
 void WorkQueue::push(Work work) {
+  work.released_ns = now_ns();
   {
     std::lock_guard lock(mutex_);
     items_.push_back(std::move(work));
@@ -140,6 +142,7 @@ void ServerCore::worker_loop(int index) {
     record.request_id = work.id;
     record.thread = static_cast<std::uint32_t>(index);
     record.scheduled_ns = work.scheduled_ns;
+    record.released_ns = work.released_ns;
     record.start_ns = now_ns();
     hooks_->work_begin(work.id, static_cast<std::uint64_t>(index));
     Response response = service_.serve(work.request, index);

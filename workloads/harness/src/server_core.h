@@ -34,6 +34,7 @@ struct Work {
   // TCP server: send the answer back).
   std::function<void(int worker, const RequestRecord&, Response&&, Request&&)> done;
   bool probe = false;  // a profiling request: live statistics only, never a record
+  std::uint64_t released_ns = 0;  // stamped by WorkQueue::push: it entered the queue
 };
 
 // Ids of profiling requests carry this bit, apart from the load generator's 0, 1, 2, ...

@@ -30,10 +30,17 @@ SyntheticService::SyntheticService(const ServiceArgs& args) {
   volatile std::uint64_t sink = work(probe);
   (void)sink;
   const double ns = static_cast<double>(now_ns() - t0);
-  mean_iterations_ = work_us * 1000.0 * static_cast<double>(probe) / (ns > 0 ? ns : 1.0);
+  const double per_us = 1000.0 * static_cast<double>(probe) / (ns > 0 ? ns : 1.0);
+  mean_iterations_ = work_us * per_us;
+  make_iterations_ = static_cast<std::uint64_t>(
+      static_cast<double>(args.option_int("make_us", 0)) * per_us);
 }
 
 Request SyntheticService::make_request(Rng& rng) {
+  if (make_iterations_ > 0) {
+    volatile std::uint64_t sink = work(make_iterations_);
+    (void)sink;
+  }
   double n = mean_iterations_;
   if (exponential_) n = std::exponential_distribution<double>(1.0 / mean_iterations_)(rng);
   return {std::to_string(static_cast<std::uint64_t>(n))};

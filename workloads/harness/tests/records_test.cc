@@ -50,11 +50,11 @@ TEST(Records, LatsBinIsThreeUint64PerRequestQueueServiceSojourn) {
 
 TEST(Records, CsvHasTheDocumentedColumns) {
   const std::string path = temp_dir() + "/requests.csv";
-  write_requests_csv(path, {{7, 2, 100, 150, 400, 250, 120, 30}});
+  write_requests_csv(path, {{7, 2, 100, 150, 400, 250, 120, 30, 130}});
   EXPECT_EQ(slurp(path),
             "request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,"
-            "serial_ns,serial_wait_ns\n"
-            "7,2,100,150,400,50,250,300,120,30\n");
+            "serial_ns,serial_wait_ns,released_ns\n"
+            "7,2,100,150,400,50,250,300,120,30,130\n");
 }
 
 TEST(Records, QuantileIsNearestRank) {

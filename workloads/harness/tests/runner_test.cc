@@ -49,6 +49,10 @@ TEST(Runner, IntegratedModeRecordsEveryMeasuredRequest) {
   expect_complete(r, o);
   for (const auto& rec : r.records) {
     EXPECT_EQ(rec.queue_ns() + rec.service_ns, rec.sojourn_ns());
+    // Released into the queue after its scheduled arrival (the generator sleeps until
+    // then) and before a worker took it.
+    EXPECT_GE(rec.released_ns, rec.scheduled_ns);
+    EXPECT_LE(rec.released_ns, rec.start_ns);
   }
   ASSERT_FALSE(r.live_lines.empty());
   EXPECT_NE(r.live_lines.back().find("\"phase\":\"measured\""), std::string::npos);
@@ -99,6 +103,27 @@ TEST(Runner, SojournCountsQueueingFromTheScheduledArrival) {
     svc.push_back(rec.service_ns);
   }
   EXPECT_GT(quantile(sojourn, 0.99), 10 * quantile(svc, 0.99));
+}
+
+TEST(Runner, ALateGeneratorShowsBeforeTheReleaseNotAfterIt) {
+  // Requests whose making takes longer than their spacing leave the generator behind its
+  // schedule: the lateness lies between the scheduled arrival and the release into the
+  // queue, while four workers at a light load take each one almost as it is released.
+  auto o = parse_options("synthetic", {"--rps", "20000", "--requests", "200", "--warmup", "0",
+                                       "--threads", "4"});
+  o.service.options["work_us"] = "5";
+  o.service.options["dist"] = "fixed";
+  o.service.options["make_us"] = "200";
+  SyntheticService service(o.service);
+  const RunResult r = run(service, o);
+  ASSERT_EQ(r.records.size(), 200u);
+  std::vector<std::uint64_t> late, after;
+  for (const auto& rec : r.records) {
+    late.push_back(rec.released_ns - rec.scheduled_ns);
+    after.push_back(rec.start_ns - rec.released_ns);
+  }
+  EXPECT_GT(quantile(late, 0.5), 1'000'000u);  // 150 us behind a request, 200 requests
+  EXPECT_LT(quantile(after, 0.5), quantile(late, 0.5) / 10);
 }
 
 TEST(Runner, TidsArePublishedAndDistinct) {

@@ -16,6 +16,11 @@ struct RequestRecord {
   std::uint64_t service_ns = 0;    // time inside Service::serve
   std::uint64_t serial_ns = 0;       // of it, inside the service's serial section (Response)
   std::uint64_t serial_wait_ns = 0;  // of it, waiting to enter that section
+  // The load generator put it in the work queue (0: not known, as in TCP client mode).
+  // Between scheduled_ns and start_ns: what precedes it is the generator's lateness,
+  // what follows it the queue proper (and, for a request that finds a worker idle, the
+  // worker's wake-up).
+  std::uint64_t released_ns = 0;
 
   // Queue = waiting before service, from the scheduled arrival.
   std::uint64_t queue_ns() const { return start_ns > scheduled_ns ? start_ns - scheduled_ns : 0; }
@@ -34,7 +39,7 @@ std::vector<LatsTriple> read_lats_bin(const std::string& path);
 
 // requests.csv: header then one row per request:
 // request_id,thread,scheduled_ns,start_ns,end_ns,queue_ns,service_ns,sojourn_ns,serial_ns,
-// serial_wait_ns
+// serial_wait_ns,released_ns
 void write_requests_csv(const std::string& path, const std::vector<RequestRecord>& records);
 
 // The q-quantile (0..1) by nearest rank of an unsorted sample (copied); 0 if empty.

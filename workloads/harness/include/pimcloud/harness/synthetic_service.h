@@ -6,7 +6,8 @@
 
 namespace pimcloud::harness {
 
-// Options: work_us (mean service demand, default 50), dist = fixed|exp (default exp).
+// Options: work_us (mean service demand, default 50), dist = fixed|exp (default exp),
+// make_us (the load generator's CPU to make one request, default 0: a costly generator).
 // A request is "<n>": spin over n iterations of a small hash, answer the hash in hex.
 class SyntheticService final : public Service {
  public:
@@ -18,6 +19,7 @@ class SyntheticService final : public Service {
 
  private:
   double mean_iterations_;
+  std::uint64_t make_iterations_ = 0;
   bool exponential_;
 };
 
