@@ -73,10 +73,10 @@ class CellResult:
     overhead_ns: float | None = None
     # The load generator's CPU a request (one thread, in turn); None: not measured.
     generator_ns: float | None = None
-    # Its mean lateness a sampled request (scheduled arrival to release into the queue);
-    # None: the harness did not record releases. Not in the model, whose generator is late
-    # only by its CPU; a large one says the sample's generator shared busy cores.
-    late_ns: float | None = None
+    # Its lateness a sampled request (scheduled arrival to release into the queue), which
+    # the model draws; None: the harness did not record releases (the hand-overs then hold
+    # the lateness, counted from the scheduled arrival).
+    late_ns: np.ndarray | None = None
     # The cell's direct max-load search (`pimcloud study validate`), if one was begun.
     search: Path | None = None
     # Per sampled request, its hand-over to an idle worker (NaN: it found none idle);
@@ -99,7 +99,7 @@ class CellResult:
     def queue(self) -> MGk:
         return MGk(self.service_ns, self.cell.cores, serial_ns=self.serial_ns,
                    overhead_ns=self.overhead_ns or 0.0, generator_ns=self.generator_ns or 0.0,
-                   handover_ns=self.handovers)
+                   handover_ns=self.handovers, lateness_ns=self.late_ns)
 
 
 def _lats(run_dir: Path, app: str) -> pd.DataFrame | None:
@@ -157,14 +157,15 @@ def handover_ns(requests: pd.DataFrame, servers: int) -> np.ndarray:
     return np.where(idle_worker, waited, missing)
 
 
-def lateness_ns(requests: pd.DataFrame) -> float | None:
-    """The load generator's mean lateness a request: from its scheduled arrival to its
-    release into the queue (a generator that shares the cores with the workers is not
-    always on one when an arrival is due); None where the table does not record it."""
+def lateness_ns(requests: pd.DataFrame) -> np.ndarray | None:
+    """Each request's lateness: from its scheduled arrival to its release into the queue
+    (the generator sleeps until an arrival and shares the cores with the workers, so it
+    wakes late by a timer's wake-up or a busy core); None where the table does not
+    record releases."""
     released = released_of(requests)
     if released is None:
         return None
-    return float(np.mean(released - requests["scheduled_ns"].to_numpy(dtype=float)))
+    return released - requests["scheduled_ns"].to_numpy(dtype=float)
 
 
 def generator_of(run_dir: Path, app: str) -> float | None:
@@ -312,7 +313,8 @@ def samples_table(results: list[CellResult]) -> pd.DataFrame:
                         else np.round(r.serial_ns).astype(np.int64)),
         "overhead_ns": np.nan if r.overhead_ns is None else r.overhead_ns,
         "generator_ns": np.nan if r.generator_ns is None else r.generator_ns,
-        "late_ns": np.nan if r.late_ns is None else r.late_ns,
+        "late_ns": (np.full(len(r.service_ns), np.nan) if r.late_ns is None
+                    else np.round(r.late_ns)),
         HANDOVER_COLUMN: (np.full(len(r.service_ns), np.nan) if r.handover_ns is None
                           else np.round(r.handover_ns))})
         for r in results]
@@ -347,11 +349,19 @@ def results_from_samples(samples: pd.DataFrame, points: pd.DataFrame, folder: Pa
                                 serial_ns=serial_of(group.fillna({SERIAL_COLUMN: 0})),
                                 overhead_ns=_number(first.get("overhead_ns")),
                                 generator_ns=_number(first.get("generator_ns")),
-                                late_ns=_number(first.get("late_ns")),
+                                late_ns=_lateness(group),
                                 handover_ns=(group[HANDOVER_COLUMN].to_numpy(dtype=float)
                                              if HANDOVER_COLUMN in group else None),
                                 study=_text(first.get("study"))))
     return found
+
+
+def _lateness(group: pd.DataFrame) -> np.ndarray | None:
+    """A reference cell's lateness a request, None where its sample did not record it."""
+    if "late_ns" not in group:
+        return None
+    late = group["late_ns"].to_numpy(dtype=float)
+    return late if len(late) and np.isfinite(late).all() else None
 
 
 def _text(value: object) -> str:
@@ -675,7 +685,8 @@ def _model_rows(results: list[CellResult], qos: pd.DataFrame) -> pd.DataFrame:
                      "generator_us": np.nan if result.generator_ns is None
                      else result.generator_ns / 1e3,
                      "mean_serial_us": queue.mean_serial_ns / 1e3,
-                     "late_us": np.nan if result.late_ns is None else result.late_ns / 1e3,
+                     "late_us": (np.nan if result.late_ns is None
+                                 else float(np.mean(result.late_ns)) / 1e3),
                      "sample_rps": result.cell.sample_rps,
                      "sample_requests": int(sample["requests"].iloc[0]) if len(sample) else 0,
                      "sample_p99_ns": measured, "model_p99_at_sample_ns": at_sample,

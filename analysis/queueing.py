@@ -26,6 +26,11 @@ request costs beyond its time on a worker (``overhead_ns``) enters the simulatio
 of that length taking a core at each arrival, in front of the request, so it does not
 delay a request while cores are idle but takes their capacity as the load rises.
 
+The generator is late too: it sleeps until each arrival and shares the cores, so it puts a
+request in the queue some microseconds after the arrival was due (a timer's wake-up, a
+busy core). Where the harness recorded each request's release (``lateness_ns``), the
+simulation draws one of those lateness times a request, beside the CPU bound above.
+
 A request that finds a worker idle waits for its hand-over: the worker sleeps on a futex
 and its core halts, so a wake costs microseconds (8.7 us on arch1's O3 cores). A request
 that finds every worker busy is taken from the queue by the first to finish, unwoken. The
@@ -63,6 +68,9 @@ class MGk:
     overhead_ns: float = 0.0  # the harness's CPU a request, beyond its time on a worker
     generator_ns: float = 0.0  # the load generator's CPU a request (one thread, in turn)
     handover_ns: np.ndarray | None = None  # hand-overs to an idle worker, as measured
+    # The generator's lateness, scheduled arrival to release into the queue, as measured
+    # (None: not measured; the hand-overs then hold it, counted from the arrival).
+    lateness_ns: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -98,6 +106,14 @@ class MGk:
                              "the requests that found a worker idle")
         object.__setattr__(self, "_handover",
                            handover[rng.integers(0, len(handover), self.requests)])
+        late = np.zeros(self.requests)
+        if self.lateness_ns is not None and len(self.lateness_ns):
+            measured = np.asarray(self.lateness_ns, dtype=float)
+            if not np.isfinite(measured).all() or (measured < 0).any():
+                raise ValueError("lateness times must be finite and not negative: give each "
+                                 "sampled request's release less its scheduled arrival")
+            late = measured[rng.integers(0, len(measured), self.requests)]
+        object.__setattr__(self, "_late", late)
 
     @property
     def mean_service_ns(self) -> float:
@@ -123,6 +139,7 @@ class MGk:
         services = self._services  # type: ignore[attr-defined]
         serial = self._serial  # type: ignore[attr-defined]
         handover = self._handover  # type: ignore[attr-defined]
+        late = self._late  # type: ignore[attr-defined]
         free = [0.0] * self.servers  # when each server is next free (a min-heap)
         section_free = 0.0  # when the serial section is next free
         out = np.empty(self.requests)
@@ -130,7 +147,8 @@ class MGk:
         released = -np.inf  # when the generator handed over the previous request
         for index in range(self.requests):
             arrival = arrivals[index]
-            released = max(arrival, released + generator)
+            # Late by its own wake-up (measured) or by its CPU for those before it.
+            released = max(arrival + late[index], released + generator)
             if overhead > 0:  # the harness's share of the cores, ahead of the request
                 heapq.heapreplace(free, max(released, free[0]) + overhead)
             # Workers start requests in arrival order, so they reach the section in it too.

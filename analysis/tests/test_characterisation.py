@@ -46,13 +46,22 @@ def test_a_late_generator_is_not_taken_for_a_hand_over() -> None:
     # is the generator's lateness.
     frame = requests([(0, 45, 55), (100, 145, 155)]).assign(released_ns=[40, 140])
     assert handover_ns(frame, servers=1).tolist() == [5.0, 5.0]
-    assert lateness_ns(frame) == pytest.approx(40.0)
+    assert lateness_ns(frame).tolist() == [40.0, 40.0]
     # A table made before the column, or a request without a release (TCP client mode):
     # counted from the scheduled arrival, and no lateness.
     older = frame.drop(columns=["released_ns"])
     assert handover_ns(older, servers=1).tolist() == [45.0, 45.0]
     assert lateness_ns(older) is None
     assert lateness_ns(frame.assign(released_ns=[40, 0])) is None
+
+
+def test_an_arrival_due_while_a_worker_was_busy_but_released_after_found_it_idle() -> None:
+    # One worker. The second request was due at 10, during the first one's service
+    # (0-50), but the generator released it only at 60: it found the worker idle, and its
+    # hand-over is the 3 ns wake after the release, not 53 ns of apparent queueing.
+    frame = requests([(0, 2, 50), (10, 63, 80)]).assign(released_ns=[1, 60])
+    assert handover_ns(frame, servers=1).tolist() == [1.0, 3.0]
+    assert np.isnan(handover_ns(frame.drop(columns=["released_ns"]), servers=1)[1])
 
 
 def test_without_times_the_service_time_alone() -> None:
@@ -327,6 +336,10 @@ def test_the_harness_cpu_beyond_the_workers_time_is_the_overhead(tmp_path: Path)
     [again] = results_from_samples(table, points, tmp_path, made=set())
     assert again.overhead_ns == pytest.approx(15_000.0)
     assert again.generator_ns == pytest.approx(8000.0)
+    assert again.late_ns is None  # its sample did not record releases
+    late = dataclasses.replace(result, late_ns=np.full(len(occupied), 3000.0))
+    [kept] = results_from_samples(samples_table([late]), points, tmp_path, made=set())
+    assert kept.late_ns is not None and kept.late_ns.tolist() == [3000.0] * len(occupied)
     older_table = table.drop(columns=["overhead_ns", "generator_ns"])
     [older] = results_from_samples(older_table, points, tmp_path, made=set())
     assert older.overhead_ns is None

@@ -152,3 +152,21 @@ def test_a_hand_over_delays_a_light_load_and_vanishes_near_capacity() -> None:
     assert queue.p99_ns(1.5e6) < 3 * plain.p99_ns(1.5e6)
     with pytest.raises(ValueError, match="hand-over times"):
         MGk(services, servers=4, handover_ns=np.array([1.0, np.nan]))
+
+
+def test_the_generators_lateness_delays_every_request_but_takes_no_worker() -> None:
+    # A generator that puts each request in the queue 20 us after its arrival was due (its
+    # timer's wake-up): every sojourn, counted from the arrival, holds the 20 us, at a light
+    # load as near capacity, but no worker is held by it, so the capacity stays 4 / 2 us.
+    services = np.full(5000, 2000.0)
+    queue = MGk(services, servers=4, requests=50_000, lateness_ns=np.full(100, 20_000.0))
+    assert queue.capacity_rps == pytest.approx(2e6)
+    assert np.median(queue.sojourn_ns(1000.0)) == pytest.approx(22_000.0)
+    plain = MGk(services, servers=4, requests=50_000)
+    assert queue.p99_ns(1.5e6) == pytest.approx(plain.p99_ns(1.5e6) + 20_000.0, rel=0.05)
+    # Without lateness the model draws exactly as before (common random numbers).
+    assert np.array_equal(MGk(services, servers=4, requests=1000, lateness_ns=None)
+                          .sojourn_ns(1e5), MGk(services, servers=4, requests=1000)
+                          .sojourn_ns(1e5))
+    with pytest.raises(ValueError, match="lateness times"):
+        MGk(services, servers=4, lateness_ns=np.array([-1.0]))

@@ -32,8 +32,12 @@ SyntheticService::SyntheticService(const ServiceArgs& args) {
   const double ns = static_cast<double>(now_ns() - t0);
   const double per_us = 1000.0 * static_cast<double>(probe) / (ns > 0 ? ns : 1.0);
   mean_iterations_ = work_us * per_us;
-  make_iterations_ = static_cast<std::uint64_t>(
-      static_cast<double>(args.option_int("make_us", 0)) * per_us);
+  const long long make_us = args.option_int("make_us", 0);
+  if (make_us < 0) {
+    throw std::invalid_argument("--opt make_us=" + std::to_string(make_us) +
+                                ": the generator's CPU a request cannot be negative");
+  }
+  make_iterations_ = static_cast<std::uint64_t>(static_cast<double>(make_us) * per_us);
 }
 
 Request SyntheticService::make_request(Rng& rng) {

@@ -85,7 +85,10 @@ TEST(Runner, TheLoadGeneratorSleepsWithoutTimerSlack) {
 TEST(Runner, LoopbackTcpModeRecordsEveryMeasuredRequest) {
   const auto o = options("tcp");
   SyntheticService service(o.service);
-  expect_complete(run(service, o), o);
+  const RunResult r = run(service, o);
+  expect_complete(r, o);
+  // The client's records: the server's release into its queue is not in the frames.
+  for (const auto& rec : r.records) EXPECT_EQ(rec.released_ns, 0u);
 }
 
 TEST(Runner, SojournCountsQueueingFromTheScheduledArrival) {
@@ -119,6 +122,8 @@ TEST(Runner, ALateGeneratorShowsBeforeTheReleaseNotAfterIt) {
   ASSERT_EQ(r.records.size(), 200u);
   std::vector<std::uint64_t> late, after;
   for (const auto& rec : r.records) {
+    ASSERT_GE(rec.released_ns, rec.scheduled_ns);
+    ASSERT_LE(rec.released_ns, rec.start_ns);
     late.push_back(rec.released_ns - rec.scheduled_ns);
     after.push_back(rec.start_ns - rec.released_ns);
   }
@@ -378,4 +383,15 @@ TEST(Runner, APrewarmRequestThatFailsIsNamed) {
   EXPECT_THROW(parse_options("x", {"--mode", "client", "--port", "1", "--seconds", "1",
                                    "--prewarm", "5"}),
                std::invalid_argument);
+}
+
+TEST(Runner, ANegativeGeneratorCostIsNamed) {
+  auto o = parse_options("synthetic", {"--rps", "100", "--requests", "1"});
+  o.service.options["make_us"] = "-5";
+  try {
+    SyntheticService service(o.service);
+    FAIL() << "a negative make_us was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("make_us=-5"), std::string::npos) << e.what();
+  }
 }

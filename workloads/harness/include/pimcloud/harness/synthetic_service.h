@@ -7,7 +7,8 @@
 namespace pimcloud::harness {
 
 // Options: work_us (mean service demand, default 50), dist = fixed|exp (default exp),
-// make_us (the load generator's CPU to make one request, default 0: a costly generator).
+// make_us (the load generator's CPU to make one request, default 0; a positive one makes
+// the generator costly, so that it falls behind its schedule).
 // A request is "<n>": spin over n iterations of a small hash, answer the hash in hex.
 class SyntheticService final : public Service {
  public:
