@@ -11,7 +11,9 @@ the better figure, taken in this order:
 1. a run of this study on the same preset (any placement: FT's figure prices CC and IL);
 2. the bundle's reference results on the same preset (analysis/reference/table_iii.csv:
    the time on a worker, the harness's overhead and the generator's CPU a request);
-3. either of those on the other presets of the same core type (their mean).
+3. either of those on the other presets of the same core type (their mean), each scaled
+   by what the services measured on both cost on this preset against that one (a shallow
+   preset's request costs about twice its deep twin's).
 
 A cell with none keeps the estimate's pricing.
 """
@@ -112,10 +114,32 @@ def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
         return RequestCost(own[key], f"measured on {cell.preset} (this study)")
     if key in theirs:
         return RequestCost(theirs[key], f"measured on {cell.preset} (reference)")
-    alike = {preset: seconds for source in (theirs, own)
-             for (preset, service), seconds in source.items()
-             if service == cell.service and core_type.get(preset) == cell.core_type}
+    measured = {**theirs, **own}
+    alike = sorted(preset for (preset, service) in measured
+                   if service == cell.service and core_type.get(preset) == cell.core_type)
     if not alike:
         return None
-    return RequestCost(sum(alike.values()) / len(alike),
-                       f"measured on {', '.join(sorted(alike))} ({cell.core_type} cores)")
+    figures, scaled = [], []
+    for preset in alike:
+        ratio = _preset_ratio(cell.preset, preset, measured)
+        figures.append(measured[(preset, cell.service)] * (ratio or 1.0))
+        if ratio is not None:
+            scaled.append(preset)
+    source = f"measured on {', '.join(alike)} ({cell.core_type} cores)"
+    if scaled:
+        source += (f", x what the other services cost on {cell.preset} against "
+                   f"{', '.join(scaled)}")
+    return RequestCost(sum(figures) / len(figures), source)
+
+
+def _preset_ratio(preset: str, other: str, measured: dict[tuple[str, str], float]
+                  ) -> float | None:
+    """What a request costs on ``preset`` against ``other`` (same core type), from the
+    services measured on both (geometric mean of their ratios); None when none is. Cores
+    of one type differ by their hierarchy and memory: a request on a shallow preset (L1s
+    only) took 1.7-2.5x its deep twin's for imgdnn, oltp and search, up to 8.8x for
+    kvstore (the reference's Table III)."""
+    ratios = [seconds / measured[(other, service)]
+              for (where, service), seconds in measured.items()
+              if where == preset and measured.get((other, service), 0) > 0 and seconds > 0]
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None

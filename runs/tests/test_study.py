@@ -442,6 +442,16 @@ def test_the_plan_prices_a_cell_by_the_cpu_a_request_measured_nearest_it(
     assert "arch8 (wimpy cores)" in costs["arch4-imgdnn"].source
     assert "arch1-imgdnn" not in costs
     assert "0.82 ms a request" in costs["arch4-imgdnn"].describe()
+    # Once arch4 has a service of its own measured, the borrowed figures are scaled by what
+    # that service costs there against arch8: imgdnn at twice arch8's makes kvstore twice.
+    (root / "cells" / "arch4-imgdnn" / "runs" / "r1" / "results" / "imgdnn").mkdir(
+        parents=True)
+    (root / "cells" / "arch4-imgdnn" / "runs" / "r1" / "results" / "imgdnn" /
+     "summary.json").write_text(json.dumps({"measured_cpu_ns": 1640e6, "requests": 1000}))
+    scaled = request_costs(study, root, reference)
+    assert scaled["arch4-kvstore"].seconds == pytest.approx(0.8e-3)
+    assert "x what the other services cost on arch4 against arch8" in \
+        scaled["arch4-kvstore"].source
 
 
 def test_a_measured_cpu_a_request_sets_a_runs_work_however_its_capacity_was_estimated(
