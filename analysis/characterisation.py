@@ -158,14 +158,21 @@ def handover_ns(requests: pd.DataFrame, servers: int) -> np.ndarray:
 
 
 def lateness_ns(requests: pd.DataFrame) -> np.ndarray | None:
-    """Each request's lateness: from its scheduled arrival to its release into the queue
-    (the generator sleeps until an arrival and shares the cores with the workers, so it
-    wakes late by a timer's wake-up or a busy core); None where the table does not
-    record releases."""
+    """Each request's own lateness, in the table's order: its release into the queue less
+    the later of its scheduled arrival and the release before it (the generator sleeps
+    until an arrival and shares the cores, so it wakes late by a timer's wake-up or a busy
+    core). Not the whole delay from its arrival: a generator behind its schedule releases
+    the next request late by the backlog too, which the model makes from the generator's
+    CPU a request, and would count twice. None where the table does not record releases;
+    give the whole table (the release before the first kept request counts)."""
     released = released_of(requests)
     if released is None:
         return None
-    return released - requests["scheduled_ns"].to_numpy(dtype=float)
+    scheduled = requests["scheduled_ns"].to_numpy(dtype=float)
+    order = np.argsort(scheduled, kind="stable")
+    before = np.empty(len(released))
+    before[order] = np.concatenate(([-np.inf], released[order][:-1]))
+    return np.maximum(released - np.maximum(scheduled, before), 0.0)
 
 
 def generator_of(run_dir: Path, app: str) -> float | None:
@@ -233,6 +240,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
         # What the workers' cores spent on each request, over the whole window: the
         # harness's CPU beyond it (overhead_of) is measured over the whole window too.
         every_service, every_handover = occupied_ns(lats), handover_ns(lats, cell.cores)
+        every_late = lateness_ns(lats)
         window = every_service + np.nan_to_num(every_handover)
         service, handover = every_service[cut:], every_handover[cut:]
         lats = lats.iloc[cut:]
@@ -257,7 +265,7 @@ def read_cell(folder: Path, cell: Cell, search: Path | None = None) -> CellResul
             execution = record.get("execution") or {}
             sample = (service, handover, window,
                       float(execution.get("host_seconds") or np.nan), lats, record_path.parent)
-            late = lateness_ns(lats)
+            late = None if every_late is None else every_late[cut:]
             setup = _setup_host_seconds(folder, execution.get("app_checkpoint"))
     if sample is None:
         return None

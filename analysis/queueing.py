@@ -16,8 +16,12 @@ of its service.  Without that, k workers look k times as strong as one writer le
 The harness's load generator is one thread: it makes, times and hands over every request in
 turn, so it is a single server in front of the workers.  The harness measures its CPU time
 a request (summary.json ``generator_cpu_ns``); the simulation releases request i to the
-workers at max(its arrival, release of i-1 + that time), so the generator bounds the load
-at one request per its time and delays bunched arrivals, as it does.
+workers at max(its arrival + its own lateness, release of i-1 + that time), so the
+generator bounds the load at one request per its time and delays bunched arrivals, as it
+does.  A request's own lateness (0 where the harness did not record releases) is drawn
+from the sample's: what it was released after the later of its arrival and its
+predecessor's release, i.e. the timer's wake-up or a busy core, not the backlog that the
+second term already rebuilds.
 
 The harness's own work shares the cores too: its load generator (a timed sleep, the
 request, the wake of a worker), answer checks and monitors.  The harness measures the
@@ -28,8 +32,10 @@ delay a request while cores are idle but takes their capacity as the load rises.
 
 The generator is late too: it sleeps until each arrival and shares the cores, so it puts a
 request in the queue some microseconds after the arrival was due (a timer's wake-up, a
-busy core). Where the harness recorded each request's release (``lateness_ns``), the
-simulation draws one of those lateness times a request, beside the CPU bound above.
+busy core). Where the harness recorded each request's release (``lateness_ns``: each
+request's own lateness, above), the simulation draws one of those a request. They were
+measured at the sample's load: a lateness from busy cores is then pessimistic below it
+and optimistic above it.
 
 A request that finds a worker idle waits for its hand-over: the worker sleeps on a futex
 and its core halts, so a wake costs microseconds (8.7 us on arch1's O3 cores). A request

@@ -119,27 +119,32 @@ def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
                    if service == cell.service and core_type.get(preset) == cell.core_type)
     if not alike:
         return None
-    figures, scaled = [], []
-    for preset in alike:
-        ratio = _preset_ratio(cell.preset, preset, measured)
-        figures.append(measured[(preset, cell.service)] * (ratio or 1.0))
-        if ratio is not None:
-            scaled.append(preset)
-    source = f"measured on {', '.join(alike)} ({cell.core_type} cores)"
-    if scaled:
-        source += (f", x what the other services cost on {cell.preset} against "
-                   f"{', '.join(scaled)}")
-    return RequestCost(sum(figures) / len(figures), source)
+    ratios = {preset: _preset_ratio(cell.preset, preset, measured) for preset in alike}
+    scaled = [preset for preset in alike if ratios[preset] is not None]
+    if scaled:  # a figure scaled to this preset beats a raw one: the raw ones are left out
+        figures = [measured[(preset, cell.service)] * (ratios[preset] or 1.0)
+                   for preset in scaled]
+        return RequestCost(sum(figures) / len(figures),
+                           f"measured on {', '.join(scaled)} ({cell.core_type} cores), x what "
+                           f"the other services cost on {cell.preset} against them")
+    figures = [measured[(preset, cell.service)] for preset in alike]
+    return RequestCost(sum(figures) / len(figures),
+                       f"measured on {', '.join(alike)} ({cell.core_type} cores)")
 
 
 def _preset_ratio(preset: str, other: str, measured: dict[tuple[str, str], float]
                   ) -> float | None:
-    """What a request costs on ``preset`` against ``other`` (same core type), from the
-    services measured on both (geometric mean of their ratios); None when none is. Cores
-    of one type differ by their hierarchy and memory: a request on a shallow preset (L1s
-    only) took 1.7-2.5x its deep twin's for imgdnn, oltp and search, up to 8.8x for
-    kvstore (the reference's Table III)."""
-    ratios = [seconds / measured[(other, service)]
-              for (where, service), seconds in measured.items()
-              if where == preset and measured.get((other, service), 0) > 0 and seconds > 0]
-    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    """What a request costs on ``preset`` against ``other`` (same core type), over the
+    services measured on both: their summed costs here over their summed costs there, so
+    that a service of microsecond requests (kvstore, mostly the harness's wake-ups) weighs
+    little beside millisecond ones; None when no service is measured on both. Cores of one
+    type differ by their hierarchy and memory: a request on a shallow preset (L1s only)
+    cost 1.7-2.5x its deep twin's for imgdnn, oltp and search (the reference's Table III:
+    time on a worker, harness and generator)."""
+    shared = [service for (where, service) in measured
+              if where == preset and measured.get((other, service), 0) > 0
+              and measured[(preset, service)] > 0]
+    if not shared:
+        return None
+    return (sum(measured[(preset, service)] for service in shared)
+            / sum(measured[(other, service)] for service in shared))

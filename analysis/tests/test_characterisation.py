@@ -47,6 +47,11 @@ def test_a_late_generator_is_not_taken_for_a_hand_over() -> None:
     frame = requests([(0, 45, 55), (100, 145, 155)]).assign(released_ns=[40, 140])
     assert handover_ns(frame, servers=1).tolist() == [5.0, 5.0]
     assert lateness_ns(frame).tolist() == [40.0, 40.0]
+    # Behind its schedule, a request released 30 ns after its predecessor but 70 after its
+    # own arrival was late by 30 of its own: the rest is the backlog, which the model
+    # makes from the generator's CPU.
+    behind = requests([(0, 45, 55), (10, 75, 85)]).assign(released_ns=[40, 70])
+    assert lateness_ns(behind).tolist() == [40.0, 30.0]
     # A table made before the column, or a request without a release (TCP client mode):
     # counted from the scheduled arrival, and no lateness.
     older = frame.drop(columns=["released_ns"])

@@ -450,7 +450,7 @@ def test_the_plan_prices_a_cell_by_the_cpu_a_request_measured_nearest_it(
      "summary.json").write_text(json.dumps({"measured_cpu_ns": 1640e6, "requests": 1000}))
     scaled = request_costs(study, root, reference)
     assert scaled["arch4-kvstore"].seconds == pytest.approx(0.8e-3)
-    assert "x what the other services cost on arch4 against arch8" in \
+    assert "x what the other services cost on arch4 against them" in \
         scaled["arch4-kvstore"].source
 
 
