@@ -73,9 +73,9 @@ class CellResult:
     overhead_ns: float | None = None
     # The load generator's CPU a request (one thread, in turn); None: not measured.
     generator_ns: float | None = None
-    # Its lateness a sampled request (scheduled arrival to release into the queue), which
-    # the model draws; None: the harness did not record releases (the hand-overs then hold
-    # the lateness, counted from the scheduled arrival).
+    # Each sampled request's own lateness (lateness_ns), which the model draws; None: the
+    # harness did not record releases (the hand-overs then hold the lateness, counted from
+    # the scheduled arrival).
     late_ns: np.ndarray | None = None
     # The cell's direct max-load search (`pimcloud study validate`), if one was begun.
     search: Path | None = None

@@ -74,8 +74,8 @@ class MGk:
     overhead_ns: float = 0.0  # the harness's CPU a request, beyond its time on a worker
     generator_ns: float = 0.0  # the load generator's CPU a request (one thread, in turn)
     handover_ns: np.ndarray | None = None  # hand-overs to an idle worker, as measured
-    # The generator's lateness, scheduled arrival to release into the queue, as measured
-    # (None: not measured; the hand-overs then hold it, counted from the arrival).
+    # Each sampled request's own lateness, as measured (characterisation.lateness_ns;
+    # None: not measured, the hand-overs then hold it, counted from the arrival).
     lateness_ns: np.ndarray | None = None
 
     def __post_init__(self) -> None:

@@ -120,16 +120,13 @@ def _cost_of(cell: Cell, own: dict[tuple[str, str], float],
     if not alike:
         return None
     ratios = {preset: _preset_ratio(cell.preset, preset, measured) for preset in alike}
-    scaled = [preset for preset in alike if ratios[preset] is not None]
-    if scaled:  # a figure scaled to this preset beats a raw one: the raw ones are left out
-        figures = [measured[(preset, cell.service)] * (ratios[preset] or 1.0)
-                   for preset in scaled]
-        return RequestCost(sum(figures) / len(figures),
-                           f"measured on {', '.join(scaled)} ({cell.core_type} cores), x what "
-                           f"the other services cost on {cell.preset} against them")
-    figures = [measured[(preset, cell.service)] for preset in alike]
-    return RequestCost(sum(figures) / len(figures),
-                       f"measured on {', '.join(alike)} ({cell.core_type} cores)")
+    # A figure scaled to this preset beats a raw one: where any is, the raw ones are left out.
+    used = [preset for preset in alike if ratios[preset] is not None] or alike
+    figures = [measured[(preset, cell.service)] * (ratios[preset] or 1.0) for preset in used]
+    source = f"measured on {', '.join(used)} ({cell.core_type} cores)"
+    if ratios[used[0]] is not None:
+        source += f", x what the other services cost on {cell.preset} against them"
+    return RequestCost(sum(figures) / len(figures), source)
 
 
 def _preset_ratio(preset: str, other: str, measured: dict[tuple[str, str], float]
