@@ -21,7 +21,7 @@ from pimcloud.workloads.services import SERVICES
 
 from .layout import default_checkpoint_root
 from .spec import CampaignSpec, Run
-from .speeds import Speed, setup_instruction_rate, speed_of
+from .speeds import Speed, ops_per_request, setup_instruction_rate, speed_of
 from .status import format_seconds
 
 BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
@@ -71,6 +71,19 @@ def guest_work_estimate(run: Run, length_s: float,
     return work
 
 
+def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
+    """The micro-ops a run's services should take the guest's cores: each app's requests
+    times its ops a request (speeds.ops_per_request: the same on every preset). None when
+    an app has no figure (the plan then prices the run by its work)."""
+    ops = 0.0
+    for app in run.apps:
+        figure = ops_per_request(backend, app.name)
+        if figure is None:
+            return None
+        ops += run.scenario.rps_of(app) * length_s * figure[0]
+    return ops
+
+
 def run_estimate(run: Run, backend: str, length_s: float,
                  per_request_s: Mapping[str, float] | None = None
                  ) -> tuple[str, Speed, float]:
@@ -80,8 +93,9 @@ def run_estimate(run: Run, backend: str, length_s: float,
     phase = detailed_phase(run, backend, app_checkpointed(run, backend))
     speed = speed_of(backend, phase, run.topology)
     work = guest_work_estimate(run, length_s, per_request_s)
+    ops = guest_ops_estimate(run, backend, length_s) if speed.per_op else None
     return (f"{backend}/{phase}/{Path(run.topology).stem}", speed,
-            speed.host_seconds(length_s, busy_cores(run), work))
+            speed.host_seconds(length_s, busy_cores(run), work, ops))
 
 
 def app_set_of(run: Run) -> str:
@@ -321,8 +335,14 @@ def format_plan(plan: Plan) -> str:
                  "retries")
     lines.extend(f"warning: {note}" for note in over_limit(plan))
     lines.append("speeds used (host s = overhead + factor x simulated s, or + factor x "
-                 "the services' CPU s in the guest):")
+                 "the services' CPU s or micro-ops in the guest):")
     for key, speed in plan.speeds.items():
+        if speed.per_op:
+            lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.per_op * 1e6:.3g} x guest "
+                         f"M ops [{speed.source}]" + (
+                             f", else + {speed.per_work:g} x guest CPU s"
+                             if speed.per_work else ""))
+            continue
         if speed.per_work:
             lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.per_work:g} x guest CPU s "
                          f"[{speed.source}]")
@@ -333,6 +353,12 @@ def format_plan(plan: Plan) -> str:
             busy += f", each run {speed.extra_sim_s * 1e3:.0f} ms beyond its length"
         lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
                      f"[{speed.source}]")
+    if any(speed.per_op for speed in plan.speeds.values()):
+        for name in sorted({app.name for run in plan.runs for app in run.apps}):
+            figure = ops_per_request(plan.backend, name)
+            lines.append(f"  guest ops a request of {name}: " + (
+                f"{figure[0] / 1e6:.3g} M [{figure[1]}]" if figure
+                else "none measured (its runs are priced by their work)"))
     return "\n".join(lines)
 
 

@@ -18,7 +18,14 @@ different counts the fit is ``overhead + simulated x (a + b x busy)``. A gem5 ru
 from its app checkpoint records its services' CPU time in the guest too (its *work*,
 :func:`guest_work_seconds`): gem5's cost follows the instructions its detailed cores run,
 and where such samples (or speeds.toml's ``per_work``) exist a run costs ``overhead +
-per_work x work``.
+per_work x work``. It records the micro-ops its cores ran as well (gem5's ``simOps``,
+:func:`guest_ops`), and where those exist a run costs ``overhead + per_op x ops``: a CPU
+second of the guest holds 0.6 G ops of oltp (its workers wait on SQLite's writer) and
+2.4 G of imgdnn, while gem5.opt's host seconds a guest op were 2.4-3.9 us a thousand over
+all 14 runs of oltp, imgdnn and search on arch2, 3, 5, 6 and 7. A request's ops are the
+same on every preset (the same x86 code; oltp 1.24-1.31 M, imgdnn 1.71-1.72 M, search
+0.83-0.84 M), so the runner keeps them per service (``gem5/ops/SERVICE``,
+:func:`ops_per_request`) and a plan prices a run its service has never run on.
 """
 
 from __future__ import annotations
@@ -59,12 +66,16 @@ class Speed:
     # Host seconds per second of the services' CPU time in the guest (fitted): gem5's
     # cost follows the instructions the detailed cores run, not the simulated time.
     per_work: float = 0.0
+    # Host seconds per micro-op the detailed cores run (fitted; preferred to per_work).
+    per_op: float = 0.0
 
     def host_seconds(self, simulated_s: float, busy: float | None = None,
-                     work_s: float | None = None) -> float:
+                     work_s: float | None = None, ops: float | None = None) -> float:
         """Host seconds of ``simulated_s`` (a run's length: its measured extra is added),
         or, where the speed was fitted by guest work, of ``work_s`` CPU seconds of the
-        services in the guest."""
+        services in the guest, or, where fitted by guest ops, of ``ops`` micro-ops."""
+        if self.per_op and ops is not None:
+            return self.overhead_s + self.per_op * ops
         if self.per_work and work_s is not None:
             return self.overhead_s + self.per_work * work_s
         simulated_s += self.extra_sim_s
@@ -140,22 +151,23 @@ def fit_busy(samples: list[list[float]], overhead: float
 WORK_SPREAD = 2.0
 
 
-def fit_work(samples: list[list[float]], default_overhead: float
+def fit_work(samples: list[list[float]], default_overhead: float, field: int = 4
              ) -> tuple[float, float, int] | None:
     """(overhead, host seconds per guest CPU second, runs fitted) through samples
-    (simulated, host, busy, length, work) that record the services' CPU time in the guest:
-    least squares over runs of different work; where those cannot say (work too alike, or
-    a negative overhead), the line through them with the defaults' overhead (or the
-    cheapest run's, if less) kept. None without three such samples. Too alike is under a
-    factor ``WORK_SPREAD`` between the least and the most: arch9's three imgdnn samples
-    (0.34-0.45 guest s, their host time as noisy as that) put the intercept at 3,190 s,
-    and so priced a kvstore cell of 0.02 guest s at 54 minutes (it took 394 s)."""
+    (simulated, host, busy, length, work[, ops]) that record the services' CPU time in the
+    guest (or, with ``field`` 5, host seconds per guest op through those that record their
+    ops): least squares over runs of different work; where those cannot say (work too
+    alike, or a negative overhead), the line through them with the defaults' overhead (or
+    the cheapest run's, if less) kept. None without three such samples. Too alike is
+    under a factor ``WORK_SPREAD`` between the least and the most: arch9's three imgdnn
+    samples (0.34-0.45 guest s, their host time as noisy as that) put the intercept at
+    3,190 s, and so priced a kvstore cell of 0.02 guest s at 54 minutes (it took 394 s)."""
     import numpy as np
 
-    rows = [s for s in samples if len(s) >= 5 and s[4] > 0]
+    rows = [s for s in samples if len(s) > field and s[field] > 0]
     if len(rows) < 3:
         return None
-    work = np.array([s[4] for s in rows])
+    work = np.array([s[field] for s in rows])
     host = np.array([s[1] for s in rows])
     if work.max() >= WORK_SPREAD * work.min():
         slope, overhead = np.polyfit(work, host, 1)
@@ -182,18 +194,27 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
                or {"overhead_s": 0.0, "host_per_sim": 1.0, "note": "no figure: guessed 1:1"})
     base_overhead = float(default.get("overhead_s", 0.0))  # type: ignore[arg-type]
     default_per_work = float(default.get("per_work", 0.0))  # type: ignore[arg-type]
+    default_per_op = float(default.get("per_op", 0.0))  # type: ignore[arg-type]
     samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
         extra = extra_simulated(samples)
         by_work = fit_work(samples, base_overhead) if (backend, phase) == WORK_PHASE \
             else None
+        by_ops = fit_work(samples, base_overhead, field=5) \
+            if (backend, phase) == WORK_PHASE else None
+        if by_ops is not None:
+            overhead, slope = fit([s[:2] for s in samples], base_overhead)
+            return Speed(by_ops[0], slope, f"measured ({by_ops[2]} runs, by guest ops)",
+                         extra_sim_s=extra, per_work=by_work[1] if by_work else 0.0,
+                         per_op=by_ops[1])
         if by_work is not None:
             overhead, slope = fit([s[:2] for s in samples], base_overhead)
             return Speed(by_work[0], slope, f"measured ({by_work[2]} runs, by guest work)",
                          extra_sim_s=extra, per_work=by_work[1])
-        if default_per_work:  # runs recorded before the guest's work: the defaults' line
+        if default_per_work or default_per_op:  # runs recorded before the guest's work
             return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
-                         str(default.get("note", "default")), per_work=default_per_work)
+                         str(default.get("note", "default")), per_work=default_per_work,
+                         per_op=default_per_op)
         busy = fit_busy(samples, base_overhead)
         if busy is not None:
             return Speed(busy[0], busy[1], f"measured ({len(samples)} runs, by busy cores)",
@@ -203,33 +224,105 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
                  str(default.get("note", "default")),
                  extra_sim_s=float(default.get("extra_sim_s", 0.0)),  # type: ignore[arg-type]
-                 per_work=default_per_work)
+                 per_work=default_per_work, per_op=default_per_op)
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
                  host_s: float, busy: float | None = None, length_s: float | None = None,
-                 work_s: float | None = None) -> None:
+                 work_s: float | None = None, ops: float | None = None) -> None:
     """Add one finished run's figures (under a lock: many workers finish at once);
-    ``work_s``: the services' CPU seconds in the guest (guest_work_seconds)."""
+    ``work_s``: the services' CPU seconds in the guest (guest_work_seconds); ``ops``: the
+    micro-ops its detailed cores ran (guest_ops), stored after the work (0 if unknown)."""
     if simulated_s <= 0 or host_s <= 0:
         return
+    sample = [round(simulated_s, 6), round(host_s, 3)]
+    if busy is not None:
+        sample.append(round(busy, 2))
+        if length_s is not None:
+            sample.append(round(length_s, 6))
+            if work_s is not None or ops is not None:
+                sample.append(round(work_s or 0.0, 6))
+            if ops is not None:
+                sample.append(float(ops))
+    _append_sample(f"{backend}/{phase}/{Path(topology).stem}", sample)
+
+
+def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float,
+                     host_s: float, busy: float, length_s: float, run_dir: Path,
+                     apps: list[str]) -> None:
+    """Record a finished run: its speed sample, with, in the phase priced by guest work,
+    its services' work and its cores' ops read from ``run_dir``; and for a service alone,
+    its ops a request (they price its runs on presets where it has not run)."""
+    work = ops = None
+    if (backend, phase) == WORK_PHASE:
+        work, ops = guest_work_seconds(run_dir), guest_ops(run_dir)
+    record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work, ops)
+    requests = requests_generated(run_dir) if ops else {}
+    if ops and len(apps) == 1 and requests.get(apps[0]):
+        record_ops_per_request(backend, apps[0], ops / requests[apps[0]])
+
+
+def _append_sample(key: str, sample: list[float]) -> None:
+    """Keep ``sample`` (the last ``KEEP`` of its key) in the measured table, under a lock:
+    many workers finish at once."""
     path = measured_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with (path.parent / f".{path.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = _measured()
-        key = f"{backend}/{phase}/{Path(topology).stem}"
         samples = data.setdefault(key, [])
-        sample = [round(simulated_s, 6), round(host_s, 3)]
-        if busy is not None:
-            sample.append(round(busy, 2))
-            if length_s is not None:
-                sample.append(round(length_s, 6))
-                if work_s is not None:
-                    sample.append(round(work_s, 6))
         samples.append(sample)
         data[key] = samples[-KEEP:]
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def record_ops_per_request(backend: str, service: str, ops_per_request: float) -> None:
+    """Add one run's micro-ops a request of ``service`` (a run of that service alone)."""
+    if ops_per_request > 0:
+        _append_sample(f"{backend}/ops/{service}", [float(ops_per_request)])
+
+
+def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
+    """Micro-ops a request of ``service`` takes the guest's cores, and where the figure
+    comes from: the median over runs measured here, else speeds.toml's
+    ``[BACKEND.ops.SERVICE]``; None when neither has one."""
+    samples = sorted(s[0] for s in _measured().get(f"{backend}/ops/{service}", []) if s)
+    if samples:
+        middle = len(samples) // 2
+        median = samples[middle] if len(samples) % 2 else (
+            samples[middle - 1] + samples[middle]) / 2
+        return median, f"measured ({len(samples)} runs)"
+    default = _defaults().get(f"{backend}/ops/{service}")
+    if default and float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
+        return float(default["per_request"]), str(default.get("note", "default"))  # type: ignore[arg-type]
+    return None
+
+
+def guest_ops(run_dir: Path) -> float | None:
+    """The micro-ops a gem5 run's cores ran: the last ``simOps`` of its m5out/stats.txt
+    (gem5 counts them from the start of the process, over every dump). None without."""
+    ops = None
+    try:
+        with (run_dir / "m5out" / "stats.txt").open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("simOps "):
+                    ops = float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return ops if ops and ops > 0 else None
+
+
+def requests_generated(run_dir: Path) -> dict[str, int]:
+    """Each service's requests in a run (warm-up and measured: the harness summaries'
+    ``generated``), by the folder its summary sits in."""
+    found: dict[str, int] = {}
+    for path in sorted(run_dir.rglob("summary.json")):
+        try:
+            summary = json.loads(path.read_text())
+            found[path.parent.name] = int(summary.get("generated", summary["requests"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def guest_work_seconds(run_dir: Path) -> float | None:

@@ -35,7 +35,7 @@ from .campaign import Campaign, open_campaign
 from .layout import FAILURE_RECORD, RUN_RECORD
 from .plan import busy_cores, detailed_phase
 from .spec import Run
-from .speeds import WORK_PHASE, guest_work_seconds, record_speed
+from .speeds import record_run_speed
 
 Log = Any
 
@@ -120,11 +120,11 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                     length = run.spec.length.warmup_s + run.spec.length.measured_s
                     # CPU time where known: a run beside others on a shared machine takes
                     # longer in wall time, not in CPU time.
-                    work = guest_work_seconds(folder.run_dir(run.run_id)) \
-                        if (backend.name, phase) == WORK_PHASE else None
-                    record_speed(backend.name, phase, run.topology, outcome.simulated_seconds,
-                                 outcome.cpu_seconds or outcome.host_seconds, busy_cores(run),
-                                 length, work)
+                    record_run_speed(backend.name, phase, run.topology,
+                                     outcome.simulated_seconds,
+                                     outcome.cpu_seconds or outcome.host_seconds,
+                                     busy_cores(run), length, folder.run_dir(run.run_id),
+                                     [app.name for app in run.apps])
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

@@ -62,6 +62,8 @@ def stats_text(dumps: int, seconds: float) -> str:
                 f"simTicks {int(seconds / dumps * 1e12)} # Number of ticks simulated (Tick)",
                 f"board.processor.cores0.core.numCycles {1000 * (dump + 1)} "
                 "# Number of cpu cycles simulated (Cycle)",
+                f"simOps {500000 * (dump + 1)} "
+                "# Number of ops (including micro ops) simulated (Count)",
                 "", "---------- End Simulation Statistics   ----------"]
     return "\n".join(out) + "\n"
 
