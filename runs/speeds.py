@@ -299,17 +299,24 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
 
 
 def guest_ops(run_dir: Path) -> float | None:
-    """The micro-ops a gem5 run's cores ran: the last ``simOps`` of its m5out/stats.txt
-    (gem5 counts them from the start of the process, over every dump). None without."""
-    ops = None
+    """The micro-ops a gem5 run's cores ran, from the ``simOps`` of its m5out/stats.txt.
+    gem5 counts them from the start of its process over every dump, so one process's are
+    its last; a run resumed from progress checkpoints has its processes' stats stitched
+    one after the other (runs/progress.py), each counting from 0 again, so the run's are
+    the sum of each process's last. None without."""
+    total = last = 0.0
     try:
         with (run_dir / "m5out" / "stats.txt").open(encoding="utf-8") as handle:
             for line in handle:
                 if line.startswith("simOps "):
-                    ops = float(line.split()[1])
+                    value = float(line.split()[1])
+                    if value < last:  # a new process: the one before ended at ``last``
+                        total += last
+                    last = value
     except (OSError, ValueError, IndexError):
         return None
-    return ops if ops and ops > 0 else None
+    total += last
+    return total if total > 0 else None
 
 
 def requests_generated(run_dir: Path) -> dict[str, int]:

@@ -332,6 +332,13 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         "---------- Begin Simulation Statistics ----------\n"
         "simOps                 502000000   # Number of ops\n")
     assert guest_ops(run) == 502e6
+    # A run resumed from a progress checkpoint: its processes' stats one after the other,
+    # each counting from 0 again.
+    resumed = tmp_path / "resumed"
+    (resumed / "m5out").mkdir(parents=True)
+    (resumed / "m5out" / "stats.txt").write_text("".join(
+        f"simOps {value}   # Number of ops\n" for value in (280, 507, 990, 194, 282, 323)))
+    assert guest_ops(resumed) == 990 + 323
     (run / "results" / "oltp").mkdir(parents=True)
     (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
         {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
