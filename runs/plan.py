@@ -132,6 +132,8 @@ class Plan:
     startups: dict[str, float] = field(default_factory=dict)
     # guest instructions a host CPU second that prices those, and where it comes from
     startup_rate: tuple[float, str] | None = None
+    # apps of the runs whose speed has a line by guest ops (the plan says their figures)
+    ops_priced_apps: frozenset[str] = frozenset()
 
     @property
     def total_s(self) -> float:
@@ -166,10 +168,13 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     setups: dict[str, tuple[str, int, float]] = {}
     startups: dict[str, float] = {}
     rate: tuple[float, str] | None = None
+    ops_priced: set[str] = set()
     for run in runs:
         speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length,
                                                               per_request_s)
         speeds[speed_key] = speed
+        if speed.per_op:
+            ops_priced.update(app.name for app in run.apps)
         if app_checkpointed(run, backend):
             key = app_set_of(run)
             if have_app_sets and key in have_app_sets:
@@ -195,7 +200,7 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
     cores = 0 if spec.executor.kind == "slurm" else len(os.sched_getaffinity(0))
     return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores=cores,
-                startups=startups, startup_rate=rate)
+                startups=startups, startup_rate=rate, ops_priced_apps=frozenset(ops_priced))
 
 
 def boot_name(topology: str, counters: bool) -> str:
@@ -337,28 +342,26 @@ def format_plan(plan: Plan) -> str:
     lines.append("speeds used (host s = overhead + factor x simulated s, or + factor x "
                  "the services' CPU s or micro-ops in the guest):")
     for key, speed in plan.speeds.items():
+        label = f"  {key}: "
         if speed.per_op:
-            lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.per_op * 1e6:.3g} x guest "
-                         f"M ops [{speed.source}]" + (
-                             f", else + {speed.per_work:g} x guest CPU s"
-                             if speed.per_work else ""))
-            continue
+            lines.append(f"{label}{speed.op_overhead_s:g} s + {speed.per_op * 1e6:.3g} x guest "
+                         f"M ops [{speed.op_source}]; a run without ops a request:")
+            label = " " * len(label)
         if speed.per_work:
-            lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.per_work:g} x guest CPU s "
+            lines.append(f"{label}{speed.overhead_s:g} s + {speed.per_work:g} x guest CPU s "
                          f"[{speed.source}]")
             continue
         busy = (f" ({speed.per_busy_core:+.4g} x per busy core from "
                 f"{speed.busy_reference:g})" if speed.per_busy_core else "")
         if speed.extra_sim_s:
             busy += f", each run {speed.extra_sim_s * 1e3:.0f} ms beyond its length"
-        lines.append(f"  {key}: {speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
+        lines.append(f"{label}{speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
                      f"[{speed.source}]")
-    if any(speed.per_op for speed in plan.speeds.values()):
-        for name in sorted({app.name for run in plan.runs for app in run.apps}):
-            figure = ops_per_request(plan.backend, name)
-            lines.append(f"  guest ops a request of {name}: " + (
-                f"{figure[0] / 1e6:.3g} M [{figure[1]}]" if figure
-                else "none measured (its runs are priced by their work)"))
+    for name in sorted(plan.ops_priced_apps):
+        figure = ops_per_request(plan.backend, name)
+        lines.append(f"  guest ops a request of {name} (its runs on the lines by guest ops): "
+                     + (f"{figure[0] / 1e6:.3g} M [{figure[1]}]" if figure
+                        else "none measured, so those runs are priced by the other line"))
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ import fcntl
 import json
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pimcloud.atomic import atomic_write_text
@@ -66,8 +66,12 @@ class Speed:
     # Host seconds per second of the services' CPU time in the guest (fitted): gem5's
     # cost follows the instructions the detailed cores run, not the simulated time.
     per_work: float = 0.0
-    # Host seconds per micro-op the detailed cores run (fitted; preferred to per_work).
+    # Host seconds per micro-op the detailed cores run, over a line of its own from
+    # op_overhead_s (fitted, or speeds.toml's); preferred to per_work where a run's ops
+    # are known, and op_source says where it comes from.
     per_op: float = 0.0
+    op_overhead_s: float = 0.0
+    op_source: str = ""
 
     def host_seconds(self, simulated_s: float, busy: float | None = None,
                      work_s: float | None = None, ops: float | None = None) -> float:
@@ -75,7 +79,7 @@ class Speed:
         or, where the speed was fitted by guest work, of ``work_s`` CPU seconds of the
         services in the guest, or, where fitted by guest ops, of ``ops`` micro-ops."""
         if self.per_op and ops is not None:
-            return self.overhead_s + self.per_op * ops
+            return self.op_overhead_s + self.per_op * ops
         if self.per_work and work_s is not None:
             return self.overhead_s + self.per_work * work_s
         simulated_s += self.extra_sim_s
@@ -187,34 +191,47 @@ def extra_simulated(samples: list[list[float]]) -> float:
 
 
 def speed_of(backend: str, phase: str, topology: str) -> Speed:
+    """A (backend, phase, topology)'s speed: by simulated time or guest work (its
+    measured runs, else speeds.toml), with, in the phase priced by work, a line by guest
+    ops of its own (three measured runs with ops, else speeds.toml's ``per_op`` from
+    ``op_overhead_s``)."""
     name = Path(topology).stem
     defaults = _defaults()
     default = (defaults.get(f"{backend}/{phase}/{name}")
                or defaults.get(f"{backend}/{phase}/*")
                or {"overhead_s": 0.0, "host_per_sim": 1.0, "note": "no figure: guessed 1:1"})
+    samples = _measured().get(f"{backend}/{phase}/{name}")
+    speed = _speed_by_time_or_work(backend, phase, default, samples)
+    if (backend, phase) != WORK_PHASE:
+        return speed
+    op_overhead = float(default.get("op_overhead_s", 0.0))  # type: ignore[arg-type]
+    by_ops = fit_work(samples, op_overhead, field=5) if samples else None
+    if by_ops is not None:
+        return replace(speed, op_overhead_s=by_ops[0], per_op=by_ops[1],
+                       op_source=f"measured ({by_ops[2]} runs, by guest ops)")
+    default_per_op = float(default.get("per_op", 0.0))  # type: ignore[arg-type]
+    if default_per_op:
+        return replace(speed, op_overhead_s=op_overhead, per_op=default_per_op,
+                       op_source=str(default.get("op_note", "default")))
+    return speed
+
+
+def _speed_by_time_or_work(backend: str, phase: str, default: dict[str, object],
+                           samples: list[list[float]] | None) -> Speed:
+    """speed_of's line by simulated time or, in the phase priced so, by guest work."""
     base_overhead = float(default.get("overhead_s", 0.0))  # type: ignore[arg-type]
     default_per_work = float(default.get("per_work", 0.0))  # type: ignore[arg-type]
-    default_per_op = float(default.get("per_op", 0.0))  # type: ignore[arg-type]
-    samples = _measured().get(f"{backend}/{phase}/{name}")
     if samples:
         extra = extra_simulated(samples)
         by_work = fit_work(samples, base_overhead) if (backend, phase) == WORK_PHASE \
             else None
-        by_ops = fit_work(samples, base_overhead, field=5) \
-            if (backend, phase) == WORK_PHASE else None
-        if by_ops is not None:
-            overhead, slope = fit([s[:2] for s in samples], base_overhead)
-            return Speed(by_ops[0], slope, f"measured ({by_ops[2]} runs, by guest ops)",
-                         extra_sim_s=extra, per_work=by_work[1] if by_work else 0.0,
-                         per_op=by_ops[1])
         if by_work is not None:
-            overhead, slope = fit([s[:2] for s in samples], base_overhead)
+            _, slope = fit([s[:2] for s in samples], base_overhead)
             return Speed(by_work[0], slope, f"measured ({by_work[2]} runs, by guest work)",
                          extra_sim_s=extra, per_work=by_work[1])
-        if default_per_work or default_per_op:  # runs recorded before the guest's work
+        if default_per_work:  # runs recorded before the guest's work: the defaults' line
             return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
-                         str(default.get("note", "default")), per_work=default_per_work,
-                         per_op=default_per_op)
+                         str(default.get("note", "default")), per_work=default_per_work)
         busy = fit_busy(samples, base_overhead)
         if busy is not None:
             return Speed(busy[0], busy[1], f"measured ({len(samples)} runs, by busy cores)",
@@ -224,7 +241,7 @@ def speed_of(backend: str, phase: str, topology: str) -> Speed:
     return Speed(base_overhead, float(default["host_per_sim"]),  # type: ignore[arg-type]
                  str(default.get("note", "default")),
                  extra_sim_s=float(default.get("extra_sim_s", 0.0)),  # type: ignore[arg-type]
-                 per_work=default_per_work, per_op=default_per_op)
+                 per_work=default_per_work)
 
 
 def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
@@ -249,17 +266,20 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
 
 def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float,
                      host_s: float, busy: float, length_s: float, run_dir: Path,
-                     apps: list[str]) -> None:
+                     alone: str | None, resumed: bool) -> None:
     """Record a finished run: its speed sample, with, in the phase priced by guest work,
-    its services' work and its cores' ops read from ``run_dir``; and for a service alone,
-    its ops a request (they price its runs on presets where it has not run)."""
+    its services' work and its cores' ops read from ``run_dir``; and where ``alone`` names
+    the one service it ran (no manager beside it), its ops a request (they price its runs
+    on presets where it has not run). A ``resumed`` run's ops are not read: its stitched
+    stats count from 0 again in each gem5 process, and nothing marks where one began."""
     work = ops = None
     if (backend, phase) == WORK_PHASE:
-        work, ops = guest_work_seconds(run_dir), guest_ops(run_dir)
+        work = guest_work_seconds(run_dir)
+        ops = None if resumed else guest_ops(run_dir)
     record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work, ops)
-    requests = requests_generated(run_dir) if ops else {}
-    if ops and len(apps) == 1 and requests.get(apps[0]):
-        record_ops_per_request(backend, apps[0], ops / requests[apps[0]])
+    requests = requests_generated(run_dir) if ops and alone else {}
+    if ops and alone and requests.get(alone):
+        record_ops_per_request(backend, alone, ops / requests[alone])
 
 
 def _append_sample(key: str, sample: list[float]) -> None:
@@ -276,10 +296,10 @@ def _append_sample(key: str, sample: list[float]) -> None:
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def record_ops_per_request(backend: str, service: str, ops_per_request: float) -> None:
+def record_ops_per_request(backend: str, service: str, value: float) -> None:
     """Add one run's micro-ops a request of ``service`` (a run of that service alone)."""
-    if ops_per_request > 0:
-        _append_sample(f"{backend}/ops/{service}", [float(ops_per_request)])
+    if value > 0:
+        _append_sample(f"{backend}/ops/{service}", [float(value)])
 
 
 def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
@@ -299,35 +319,32 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
 
 
 def guest_ops(run_dir: Path) -> float | None:
-    """The micro-ops a gem5 run's cores ran, from the ``simOps`` of its m5out/stats.txt.
-    gem5 counts them from the start of its process over every dump, so one process's are
-    its last; a run resumed from progress checkpoints has its processes' stats stitched
-    one after the other (runs/progress.py), each counting from 0 again, so the run's are
-    the sum of each process's last. None without."""
-    total = last = 0.0
+    """The micro-ops a gem5 run's cores ran: the last ``simOps`` of its m5out/stats.txt
+    (gem5 counts them from the start of its process, over every dump; one process only:
+    see record_run_speed). None without."""
+    ops = None
     try:
         with (run_dir / "m5out" / "stats.txt").open(encoding="utf-8") as handle:
             for line in handle:
                 if line.startswith("simOps "):
-                    value = float(line.split()[1])
-                    if value < last:  # a new process: the one before ended at ``last``
-                        total += last
-                    last = value
+                    ops = float(line.split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    total += last
-    return total if total > 0 else None
+    return ops if ops and ops > 0 else None
 
 
 def requests_generated(run_dir: Path) -> dict[str, int]:
-    """Each service's requests in a run (warm-up and measured: the harness summaries'
-    ``generated``), by the folder its summary sits in."""
+    """Each service's requests served in a run (warm-up and measured: the harness
+    summaries' ``generated``, less those an early stop discarded unserved), by the folder
+    its summary sits in."""
     found: dict[str, int] = {}
     for path in sorted(run_dir.rglob("summary.json")):
         try:
             summary = json.loads(path.read_text())
-            found[path.parent.name] = int(summary.get("generated", summary["requests"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            discarded = int((summary.get("early_stop") or {}).get("discarded", 0))
+            found[path.parent.name] = int(summary.get("generated", summary["requests"])) \
+                - discarded
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return found
 

@@ -124,7 +124,9 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                                      outcome.simulated_seconds,
                                      outcome.cpu_seconds or outcome.host_seconds,
                                      busy_cores(run), length, folder.run_dir(run.run_id),
-                                     [app.name for app in run.apps])
+                                     run.apps[0].name if len(run.apps) == 1
+                                     and run.scenario.manager == "none" else None,
+                                     "resumed_from_tick" in outcome.extra)
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

@@ -266,26 +266,32 @@ def test_speed_by_guest_work_is_fitted_and_the_plan_prices_runs_by_it(
 def test_a_run_is_priced_by_its_guest_ops_where_measured(
         write_spec: Callable[..., Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pimcloud.runs.plan import format_plan, make_plan
+    from pimcloud.runs.plan import format_plan, guest_work_estimate, make_plan
     from pimcloud.runs.spec import load_spec
     from pimcloud.runs.speeds import ops_per_request, record_ops_per_request
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
     # host = 300 + 2 s a million ops; the services' CPU seconds say otherwise (a service
     # that waits on a lock holds its workers longer for the same ops), so only ops fit.
-    for ops, work in ((1e8, 0.9), (4e8, 0.2), (2e8, 0.6)):
+    for ops, work in ((1e8, 0.2), (4e8, 0.9), (2e8, 0.5)):
         record_speed("gem5", "restore", "paper", 0.1, 300 + 2e-6 * ops, 4, length_s=0.05,
                      work_s=work, ops=ops)
     speed = speed_of("gem5", "restore", "paper")
-    assert "by guest ops" in speed.source
-    assert speed.overhead_s == pytest.approx(300) and speed.per_op == pytest.approx(2e-6)
-    assert speed.per_work > 0  # kept for services without ops a request
-    # kvstore's ops a request are unknown: its runs are priced by their work.
+    assert "by guest ops" in speed.op_source and "by guest work" in speed.source
+    assert speed.op_overhead_s == pytest.approx(300) and speed.per_op == pytest.approx(2e-6)
+    # the work's line, for services without ops a request, keeps its own intercept
+    assert speed.per_work > 0 and speed.overhead_s != pytest.approx(300)
     assert ops_per_request("gem5", "kvstore") is None
     spec = load_spec(write_spec())
     length = spec.length.warmup_s + spec.length.measured_s
     by_work = make_plan(spec, "gem5", 1, {"paper"}, None)
-    assert "kvstore: none measured" in format_plan(by_work)
+    for run in by_work.runs:
+        work = guest_work_estimate(run, length)
+        assert work is not None
+        assert by_work.per_run[run.run_id] == pytest.approx(
+            speed.overhead_s + speed.per_work * work)
+    assert "kvstore (its runs on the lines by guest ops): none measured" in format_plan(
+        by_work)
     for value in (4e5, 5e5, 6e5):
         record_ops_per_request("gem5", "kvstore", value)
     assert ops_per_request("gem5", "kvstore") == (5e5, "measured (3 runs)")
@@ -295,7 +301,8 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
         assert plan.per_run[run.run_id] == pytest.approx(300 + 2e-6 * ops)
         assert plan.per_run[run.run_id] != pytest.approx(by_work.per_run[run.run_id])
     text = format_plan(plan)
-    assert "300 s + 2 x guest M ops" in text and "kvstore: 0.5 M [measured (3 runs)]" in text
+    assert "300 s + 2 x guest M ops [measured (3 runs, by guest ops)]" in text
+    assert "kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)]" in text
 
 
 def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
@@ -306,6 +313,16 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     for preset in ("arch2", "arch3", "arch5", "arch6", "arch7"):
         speed = speed_of("gem5", "restore", preset)
         assert speed.per_op > 0 and speed.per_work > 0
+        assert speed.op_overhead_s > 0 and speed.op_overhead_s != speed.overhead_s
+    # Runs measured by their work alone (before ops were recorded) fit the work's line and
+    # leave speeds.toml's line by ops in place.
+    for work in (0.2, 0.5, 0.9):
+        record_speed("gem5", "restore", "arch2", 0.1, 1000 + 3000 * work, 6, length_s=0.05,
+                     work_s=work)
+    measured = speed_of("gem5", "restore", "arch2")
+    assert measured.per_work == pytest.approx(3000)
+    assert measured.overhead_s == pytest.approx(1000)
+    assert measured.per_op == speed_of("gem5", "restore", "arch3").per_op > 0
     for service in ("oltp", "imgdnn", "search"):
         figure = ops_per_request("gem5", service)
         assert figure is not None and 1e5 < figure[0] < 1e7
@@ -332,30 +349,34 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         "---------- Begin Simulation Statistics ----------\n"
         "simOps                 502000000   # Number of ops\n")
     assert guest_ops(run) == 502e6
-    # A run resumed from a progress checkpoint: its processes' stats one after the other,
-    # each counting from 0 again.
-    resumed = tmp_path / "resumed"
-    (resumed / "m5out").mkdir(parents=True)
-    (resumed / "m5out" / "stats.txt").write_text("".join(
-        f"simOps {value}   # Number of ops\n" for value in (280, 507, 990, 194, 282, 323)))
-    assert guest_ops(resumed) == 990 + 323
     (run / "results" / "oltp").mkdir(parents=True)
     (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
         {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
     assert requests_generated(run) == {"oltp": 400}
-    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, ["oltp"])
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", False)
     speeds = json.loads((tmp_path / "speeds.json").read_text())
     assert speeds["gem5/restore/arch2"] == [[0.43, 1955.0, 16, 0.4,
                                              pytest.approx(0.8 * 400 / 300), 502e6]]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
-    # Two services in one run: their ops cannot be split, so no figure a request.
-    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run,
-                     ["oltp", "kvstore"])
+    # Not one service alone (two, or a manager beside it): its ops cannot be split.
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, False)
+    assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
+    # A run resumed from a progress checkpoint: each gem5 process counted its ops from 0
+    # and its stitched stats do not mark where one began, so they are not read.
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", True)
+    speeds = json.loads((tmp_path / "speeds.json").read_text())
+    assert speeds["gem5/restore/arch2"][-1] == [0.43, 1955.0, 16, 0.4,
+                                                pytest.approx(0.8 * 400 / 300)]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
     # A QEMU run is timed by the guest, whatever its work: nothing read.
-    record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, ["oltp"])
+    record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, "oltp", False)
     assert json.loads((tmp_path / "speeds.json").read_text())["qemu/run/arch2"] == [
         [0.43, 50.0, 16, 0.4]]
+    # A probe cut by its early stop generated requests it never served.
+    (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
+        {"measured_cpu_ns": 8e8, "requests": 100, "generated": 400,
+         "early_stop": {"verdict": "miss", "discarded": 250}}))
+    assert requests_generated(run) == {"oltp": 150}
 
 
 def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
