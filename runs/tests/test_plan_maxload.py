@@ -323,7 +323,7 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     assert measured.per_work == pytest.approx(3000)
     assert measured.overhead_s == pytest.approx(1000)
     assert measured.per_op == speed_of("gem5", "restore", "arch3").per_op > 0
-    for service in ("oltp", "imgdnn", "search"):
+    for service in ("oltp", "imgdnn", "search", "translate"):
         figure = ops_per_request("gem5", service)
         assert figure is not None and 1e5 < figure[0] < 1e7
     assert ops_per_request("gem5", "speech") is None
