@@ -19,7 +19,7 @@ from its app checkpoint records its services' CPU time in the guest too (its *wo
 :func:`guest_work_seconds`): gem5's cost follows the instructions its detailed cores run,
 and where such samples (or speeds.toml's ``per_work``) exist a run costs ``overhead +
 per_work x work``. It records the micro-ops its cores ran as well (gem5's ``simOps``,
-:func:`guest_ops`), and where those exist a run costs ``overhead + per_op x ops``: a CPU
+:func:`guest_ops`), and where those exist a run costs ``op_overhead + per_op x ops``: a CPU
 second of the guest holds 0.6 G ops of oltp (its workers wait on SQLite's writer) and
 2.4 G of imgdnn, while gem5.opt's host seconds a guest op were 2.4-3.9 us a thousand over
 all 14 runs of oltp, imgdnn and search on arch2, 3, 5, 6 and 7. A request's ops are the
@@ -33,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import statistics
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -306,12 +307,9 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
     """Micro-ops a request of ``service`` takes the guest's cores, and where the figure
     comes from: the median over runs measured here, else speeds.toml's
     ``[BACKEND.ops.SERVICE]``; None when neither has one."""
-    samples = sorted(s[0] for s in _measured().get(f"{backend}/ops/{service}", []) if s)
+    samples = [s[0] for s in _measured().get(f"{backend}/ops/{service}", []) if s]
     if samples:
-        middle = len(samples) // 2
-        median = samples[middle] if len(samples) % 2 else (
-            samples[middle - 1] + samples[middle]) / 2
-        return median, f"measured ({len(samples)} runs)"
+        return statistics.median(samples), f"measured ({len(samples)} runs)"
     default = _defaults().get(f"{backend}/ops/{service}")
     if default and float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
         return float(default["per_request"]), str(default.get("note", "default"))  # type: ignore[arg-type]
@@ -422,10 +420,7 @@ def setup_instruction_rate(checkpoint_root: Path, gem5: str | None = None
             rates.append(instructions / cpu_s)
     if not rates:
         return SETUP_INSTRUCTIONS_PER_CPU_S, "gem5.opt on the reference host"
-    rates.sort()
-    middle = len(rates) // 2
-    median = rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
-    return median, f"measured over {len(rates)} set-up(s) here"
+    return statistics.median(rates), f"measured over {len(rates)} set-up(s) here"
 
 
 def first_stat(stats: Path, name: str) -> float:
