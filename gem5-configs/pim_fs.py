@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import time
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -159,7 +160,9 @@ class Progress:
     ``DIR/segments/<tick>/`` gets this segment's statistics (dumped at the checkpoint, not
     reset) and console, then ``DIR/ckpt-<tick>`` the checkpoint; each appears by rename,
     and the previous checkpoint is removed only after both. A resumed run's statistics
-    start from zero, so the interval around a checkpoint is split between two dumps.
+    start from zero, so the interval around a checkpoint is split between two dumps; each
+    segment names the gem5 process that wrote it (``process``), for counters such as
+    simOps that count from the start of a process (runs/progress.py, ops_of_processes).
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -170,6 +173,7 @@ class Progress:
         self.last = time.time()
         self.last_cpu = time.process_time()  # this process's CPU time: host time if alone
         self.started_tick = m5.curTick()
+        self.process = uuid.uuid4().hex  # this gem5 process, in every segment it writes
         self.offsets: dict = {}
         self.due = False  # save at the next slice (save_soon)
         os.makedirs(os.path.join(self.folder, "segments"), exist_ok=True)
@@ -206,6 +210,7 @@ class Progress:
                 self.offsets[name] = whole.tell()
         with open(os.path.join(segment, "segment.json"), "w") as info:
             json.dump({"from_tick": self.started_tick, "to_tick": tick,
+                       "process": self.process,
                        "host_seconds": round(time.time() - self.last, 1),
                        "cpu_seconds": round(time.process_time() - self.last_cpu, 1)}, info)
         os.replace(segment, final)

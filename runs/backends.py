@@ -35,7 +35,7 @@ from .guest_scenario import (
     wrapup_allowance_s,
     write_scenario,
 )
-from .progress import STITCHED, RunProgress
+from .progress import STITCHED, RunProgress, last_sim_ops, ops_of_processes
 from .spec import Run
 
 FUNCTIONAL_NOTE = ("QEMU functional mode: no timing model, latencies and loads are not "
@@ -187,15 +187,21 @@ class Gem5Backend:
         # A restarted process's time past its last checkpoint was spent, and is counted.
         host_seconds = done.host_seconds + sum(r["host_seconds_lost"] for r in restarts)
         cpu_seconds = done.cpu_seconds + sum(r["cpu_seconds_lost"] for r in restarts)
+        # The micro-ops the guest's cores ran (runs/speeds.py prices runs by them): the
+        # last gem5 process's, and a resumed run's earlier processes' from its segments.
+        ops = last_sim_ops(m5out / "stats.txt")
         if progress is not None and resumed is not None:
             # The run's files and host time are its segments' and this attempt's.
             extra["segments"] = progress.stitch(m5out, resumed[1])
+            ops = ops_of_processes(extra["segments"], ops)
             # (the last gem5 process's, after a memory restart)
             extra["host_seconds_last_attempt"] = round(done.host_seconds, 1)
             host_seconds += sum(info["host_seconds"] for info in extra["segments"])
             # Segments written before CPU time was kept count their host time.
             cpu_seconds += sum(info.get("cpu_seconds", info["host_seconds"])
                                for info in extra["segments"])
+        if ops is not None:
+            extra["guest_ops"] = ops
         console = console_text(m5out)
         report = parse_console(console)
         extra["scenario_exit"] = report.scenario_exit

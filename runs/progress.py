@@ -9,7 +9,10 @@ the segments in tick order followed by what the last attempt wrote, as one file 
 What is identical to an uninterrupted run: the guest (memory, processes, clocks, the
 requests and their records) and every statistic's total.  What is not: caches, branch
 predictors and pipelines restart cold at each resume (gem5 writes back and drains them),
-and the statistics interval around a checkpoint is split between two dumps.
+and the statistics interval around a checkpoint is split between two dumps.  Counters
+that gem5 keeps from the start of its process (simOps) begin again at 0 in each process
+of a resumed run; each segment names its process (segment.json ``process``, written by
+gem5-configs/pim_fs.py), so ops_of_processes can add them up.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ class RunProgress:
         used = self.segments(up_to_tick)
         if not used:
             return []
+        for info in used:
+            ops = last_sim_ops(info["path"] / "stats.txt")
+            if ops is not None:
+                info["sim_ops"] = ops
         for name in STITCHED:
             parts = [info["path"] / name for info in used] + [m5out / name]
             data = b"".join(path.read_bytes() for path in parts if path.is_file())
@@ -96,3 +103,34 @@ class RunProgress:
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def last_sim_ops(stats: Path) -> float | None:
+    """The last ``simOps`` in a gem5 stats.txt: the micro-ops its process's cores ran from
+    its start to that dump (gem5 counts them over every dump).  None without."""
+    ops = None
+    try:
+        with stats.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("simOps "):
+                    ops = float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return ops if ops and ops > 0 else None
+
+
+def ops_of_processes(segments: list[dict[str, Any]], last_process_ops: float | None
+                     ) -> float | None:
+    """The micro-ops a resumed run ran: for each earlier gem5 process its segments' largest
+    simOps (a process counts from its own start), plus the last process's
+    (``last_process_ops``, its own stats.txt before stitching).  None where a segment does
+    not name its process or holds no simOps (written before segments named theirs)."""
+    if last_process_ops is None:
+        return None
+    by_process: dict[str, float] = {}
+    for info in segments:
+        process, ops = info.get("process"), info.get("sim_ops")
+        if not process or ops is None:
+            return None
+        by_process[process] = max(by_process.get(process, 0.0), float(ops))
+    return sum(by_process.values()) + last_process_ops

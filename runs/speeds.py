@@ -19,13 +19,14 @@ from its app checkpoint records its services' CPU time in the guest too (its *wo
 :func:`guest_work_seconds`): gem5's cost follows the instructions its detailed cores run,
 and where such samples (or speeds.toml's ``per_work``) exist a run costs ``overhead +
 per_work x work``. It records the micro-ops its cores ran as well (gem5's ``simOps``,
-:func:`guest_ops`), and where those exist a run costs ``op_overhead + per_op x ops``: a CPU
-second of the guest holds 0.6 G ops of oltp (its workers wait on SQLite's writer) and
-2.4 G of imgdnn, while gem5.opt's host seconds a guest op were 2.4-3.9 us a thousand over
-all 14 runs of oltp, imgdnn and search on arch2, 3, 5, 6 and 7. A request's ops are the
-same on every preset (the same x86 code; oltp 1.24-1.31 M, imgdnn 1.71-1.72 M, search
-0.83-0.84 M), so the runner keeps them per service (``gem5/ops/SERVICE``,
-:func:`ops_per_request`) and a plan prices a run its service has never run on.
+summed over the gem5 processes of a resumed run: runs/progress.py), and where those
+exist a run costs ``op_overhead + per_op x ops``: a CPU second of the guest holds 0.6 G
+ops of oltp (its workers wait on SQLite's writer) and 2.4 G of imgdnn, while gem5.opt's
+host seconds a guest op were 2.4-3.9 us a thousand over all 14 runs of oltp, imgdnn and
+search on arch2, 3, 5, 6 and 7. A request's ops are the same on every preset (the same
+x86 code; oltp 1.24-1.31 M, imgdnn 1.71-1.72 M, search 0.83-0.84 M), so the runner keeps
+them per service (``gem5/ops/SERVICE``, :func:`ops_per_request`) and a plan prices a run
+its service has never run on.
 """
 
 from __future__ import annotations
@@ -267,16 +268,17 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
 
 def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float,
                      host_s: float, busy: float, length_s: float, run_dir: Path,
-                     alone: str | None, resumed: bool) -> None:
+                     alone: str | None, ops: float | None) -> None:
     """Record a finished run: its speed sample, with, in the phase priced by guest work,
-    its services' work and its cores' ops read from ``run_dir``; and where ``alone`` names
-    the one service it ran (no manager beside it), its ops a request (they price its runs
-    on presets where it has not run). A ``resumed`` run's ops are not read: its stitched
-    stats count from 0 again in each gem5 process, and nothing marks where one began."""
-    work = ops = None
+    its services' work read from ``run_dir`` and the micro-ops its cores ran (``ops``: the
+    backend's ``guest_ops``, over every gem5 process of a resumed run; None: unknown); and
+    where ``alone`` names the one service it ran (no manager beside it), its ops a request
+    (they price its runs on presets where it has not run)."""
+    work = None
     if (backend, phase) == WORK_PHASE:
         work = guest_work_seconds(run_dir)
-        ops = None if resumed else guest_ops(run_dir)
+    else:
+        ops = None
     record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work, ops)
     requests = requests_generated(run_dir) if ops and alone else {}
     if ops and alone and requests.get(alone):
@@ -314,21 +316,6 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
     if default and float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
         return float(default["per_request"]), str(default.get("note", "default"))  # type: ignore[arg-type]
     return None
-
-
-def guest_ops(run_dir: Path) -> float | None:
-    """The micro-ops a gem5 run's cores ran: the last ``simOps`` of its m5out/stats.txt
-    (gem5 counts them from the start of its process, over every dump; one process only:
-    see record_run_speed). None without."""
-    ops = None
-    try:
-        with (run_dir / "m5out" / "stats.txt").open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("simOps "):
-                    ops = float(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return ops if ops and ops > 0 else None
 
 
 def requests_generated(run_dir: Path) -> dict[str, int]:

@@ -126,7 +126,7 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                                      busy_cores(run), length, folder.run_dir(run.run_id),
                                      run.apps[0].name if len(run.apps) == 1
                                      and run.scenario.manager == "none" else None,
-                                     "resumed_from_tick" in outcome.extra)
+                                     outcome.extra.get("guest_ops"))
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

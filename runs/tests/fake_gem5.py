@@ -130,6 +130,8 @@ def results_tar(scenario: dict, capacity: dict, extra: dict | None = None) -> by
 
 
 STEPS = 10  # a preemptible fake run: ten steps of simulated time, one stats dump each
+OPS_A_STEP = 1000  # its cores' micro-ops a step (simOps counts from this process's start)
+PROCESS = f"{os.getpid()}-{time.time_ns()}"  # as pim_fs.py's Progress.process
 
 
 def save_progress(folder: Path, outdir: Path, tick: int, from_tick: int, state: dict,
@@ -143,7 +145,7 @@ def save_progress(folder: Path, outdir: Path, tick: int, from_tick: int, state: 
         (segment / name).write_bytes(data[offsets.get(name, 0):])
         offsets[name] = len(data)
     (segment / "segment.json").write_text(json.dumps(
-        {"from_tick": from_tick, "to_tick": tick, "host_seconds": host_s}))
+        {"from_tick": from_tick, "to_tick": tick, "process": PROCESS, "host_seconds": host_s}))
     segment.rename(folder / "segments" / str(tick))
     partial = folder / f".partial-ckpt-{tick}"
     partial.mkdir()
@@ -185,16 +187,18 @@ def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
     length = scenario["warmup_s"] + scenario["measured_s"]
     step_ticks = int(length * 1e12 / STEPS)
     offsets: dict = {}
-    last, from_tick = time.monotonic(), tick
+    last, from_tick, ops = time.monotonic(), tick, 0
     for step in range(len(state["steps"]) + 1, STEPS + 1):
         time.sleep(float(os.environ.get("FAKE_GEM5_STEP_SLEEP", "0.02")))
         if step == die_at:
             os.kill(os.getpid(), signal.SIGKILL)
         state["steps"].append(step)
         tick += step_ticks
+        ops += OPS_A_STEP
         with (outdir / "stats.txt").open("a") as stats:
             stats.write(f"\n---------- Begin Simulation Statistics ----------\n"
                         f"simTicks {step_ticks} # ticks\nfake.step {step} # step\n"
+                        f"simOps {ops} # ops\n"
                         "---------- End Simulation Statistics   ----------\n")
         with (outdir / "board.pc.com_1.device").open("a") as console:
             console.write(f"pimcloud-run fake step {step}\n")

@@ -77,6 +77,9 @@ def test_small_campaign_in_gem5(tmp_path: Path) -> None:
     checkpoints = {json.loads(p.read_text())["execution"]["checkpoint"]
                    for p in (tmp_path / "out" / "runs").glob("*/run.json")}
     assert len(checkpoints) == 1
+    # gem5's simOps, read for the runs' pricing (runs/speeds.py): every run ran some.
+    assert all(json.loads(p.read_text())["execution"].get("guest_ops", 0) > 0
+               for p in (tmp_path / "out" / "runs").glob("*/run.json"))
     # Each run's wrap-up (outputs, checks) ran on the atomic cores: the run script waits
     # for the switch back once the services are done (runs/guest_scenario.py).
     logs = sorted((tmp_path / "out" / "runs").glob("*/gem5.log"))

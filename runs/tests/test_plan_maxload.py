@@ -331,8 +331,8 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
 
 def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pimcloud.runs.progress import last_sim_ops
     from pimcloud.runs.speeds import (
-        guest_ops,
         ops_per_request,
         record_run_speed,
         requests_generated,
@@ -340,7 +340,7 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
     run = tmp_path / "run"
-    assert guest_ops(run) is None
+    assert last_sim_ops(run / "m5out" / "stats.txt") is None
     (run / "m5out").mkdir(parents=True)
     # gem5 counts simOps from its start: the last dump holds the run's.
     (run / "m5out" / "stats.txt").write_text(
@@ -348,28 +348,28 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         "simOps                 165468706   # Number of ops\n"
         "---------- Begin Simulation Statistics ----------\n"
         "simOps                 502000000   # Number of ops\n")
-    assert guest_ops(run) == 502e6
+    ops = last_sim_ops(run / "m5out" / "stats.txt")
+    assert ops == 502e6
     (run / "results" / "oltp").mkdir(parents=True)
     (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
         {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
     assert requests_generated(run) == {"oltp": 400}
-    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", False)
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", ops)
     speeds = json.loads((tmp_path / "speeds.json").read_text())
     assert speeds["gem5/restore/arch2"] == [[0.43, 1955.0, 16, 0.4,
                                              pytest.approx(0.8 * 400 / 300), 502e6]]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
     # Not one service alone (two, or a manager beside it): its ops cannot be split.
-    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, False)
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, ops)
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
-    # A run resumed from a progress checkpoint: each gem5 process counted its ops from 0
-    # and its stitched stats do not mark where one began, so they are not read.
-    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", True)
+    # Ops unknown (a resumed run whose segments predate their process names): only work.
+    record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", None)
     speeds = json.loads((tmp_path / "speeds.json").read_text())
     assert speeds["gem5/restore/arch2"][-1] == [0.43, 1955.0, 16, 0.4,
                                                 pytest.approx(0.8 * 400 / 300)]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
     # A QEMU run is timed by the guest, whatever its work: nothing read.
-    record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, "oltp", False)
+    record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, "oltp", ops)
     assert json.loads((tmp_path / "speeds.json").read_text())["qemu/run/arch2"] == [
         [0.43, 50.0, 16, 0.4]]
     # A probe cut by its early stop generated requests it never served.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
-from pimcloud.runs.progress import RunProgress
+from pimcloud.runs.progress import RunProgress, ops_of_processes
 from pimcloud.runs.status import campaign_status
 
 PREEMPTIBLE = "[gem5]\nprogress_every = \"0.001s\"\n"  # a progress checkpoint each step
@@ -31,6 +31,23 @@ def _run_files(campaign_dir: Path) -> tuple[list[str], list[str], bytes, str]:
                .splitlines() if "fake step" in line]
     return steps, console, (folder / "results" / "kvstore" / "lats.bin").read_bytes(), \
         (folder / "results" / "steps.txt").read_text()
+
+
+def _execution(campaign_dir: Path) -> dict:
+    return json.loads((campaign_dir / "runs" / RUN / "run.json").read_text())["execution"]
+
+
+def test_a_resumed_run_adds_up_the_ops_of_its_processes() -> None:
+    """gem5's simOps counts from the start of a process: a process's largest is its ops,
+    and a segment that does not name its process (written before segments did) leaves
+    the run's ops unknown rather than wrong."""
+    segments = [{"process": "a", "sim_ops": 100.0}, {"process": "a", "sim_ops": 250.0},
+                {"process": "b", "sim_ops": 40.0}]
+    assert ops_of_processes(segments, 60.0) == 250 + 40 + 60
+    assert ops_of_processes([], 60.0) == 60
+    assert ops_of_processes(segments, None) is None
+    assert ops_of_processes([*segments, {"sim_ops": 10.0}], 60.0) is None
+    assert ops_of_processes([*segments, {"process": "c"}], 60.0) is None
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -53,6 +70,11 @@ def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
     record = json.loads((tmp_path / "cut" / "runs" / RUN / "run.json").read_text())
     execution = record["execution"]
     assert execution["failed_attempts"] == ["crash: SIGKILL", "crash: SIGKILL"]
+    # Its cores' ops are the uninterrupted run's: each gem5 process counted its own from
+    # 0 and its segments name it (ten steps of 1000 ops).
+    assert _execution(tmp_path / "whole")["guest_ops"] == 10_000
+    assert execution["guest_ops"] == 10_000
+    assert len({info["process"] for info in execution["segments"]}) == 2
     # The last attempt resumed at the checkpoint before the second kill.
     assert execution["resumed_from_tick"] == execution["segments"][-1]["to_tick"]
     restores = [argv for argv in gem5_calls("restore") if "cut" in " ".join(argv)
@@ -84,6 +106,7 @@ def test_a_run_past_the_memory_limit_goes_on_from_its_checkpoint_in_a_new_proces
     execution = json.loads((tmp_path / "grown" / "runs" / RUN / "run.json").read_text()
                            )["execution"]
     assert execution["failed_attempts"] == [] and execution["attempt"] == 1
+    assert execution["guest_ops"] == 10_000  # three processes' ops, none counted twice
     restarts = execution["memory_restarts"]
     assert [r["from_tick"] is None for r in restarts] == [True, False]
     assert restarts[0]["stopped_at_checkpoint"] == restarts[1]["from_tick"]
