@@ -251,7 +251,8 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
                  work_s: float | None = None, ops: float | None = None) -> None:
     """Add one finished run's figures (under a lock: many workers finish at once);
     ``work_s``: the services' CPU seconds in the guest (guest_work_seconds); ``ops``: the
-    micro-ops its detailed cores ran (guest_ops), stored after the work (0 if unknown)."""
+    micro-ops its cores ran (the backend's ``guest_ops``: gem5's simOps, atomic cores'
+    included), stored after the work (0 if unknown)."""
     if simulated_s <= 0 or host_s <= 0:
         return
     sample = [round(simulated_s, 6), round(host_s, 3)]

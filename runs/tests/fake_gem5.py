@@ -168,9 +168,10 @@ def hog_memory() -> None:
 def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
                     what: str) -> int:
     """A run in STEPS steps (FAKE_GEM5_STEP_SLEEP host seconds each) with progress
-    checkpoints; "die@K" SIGKILLs this attempt before step K is done, "hog@K" takes 256 MiB
+    checkpoints; "die@K" SIGKILLs this attempt after step K's dump, before its checkpoint (the
+next attempt does step K again), "hog@K" takes 256 MiB
     after step K (and its progress checkpoint) and waits to be stopped, "hog-now" does so
-    before its first step (gem5's O3 leaks in small). The guest's state
+    before its first step (gem5's O3 leaks in small), "ok-no-ops" dumps no simOps. The guest's state
     (steps done) travels in the checkpoint, so resumed steps are neither lost nor
     repeated; results.tar lists them (steps.txt)."""
     saved = (checkpoint / "m5.cpt").read_text()
@@ -190,18 +191,18 @@ def stepped_restore(argv: list, scenario: dict, outdir: Path, checkpoint: Path,
     last, from_tick, ops = time.monotonic(), tick, 0
     for step in range(len(state["steps"]) + 1, STEPS + 1):
         time.sleep(float(os.environ.get("FAKE_GEM5_STEP_SLEEP", "0.02")))
-        if step == die_at:
-            os.kill(os.getpid(), signal.SIGKILL)
         state["steps"].append(step)
         tick += step_ticks
         ops += OPS_A_STEP
         with (outdir / "stats.txt").open("a") as stats:
             stats.write(f"\n---------- Begin Simulation Statistics ----------\n"
                         f"simTicks {step_ticks} # ticks\nfake.step {step} # step\n"
-                        f"simOps {ops} # ops\n"
-                        "---------- End Simulation Statistics   ----------\n")
+                        + (f"simOps {ops} # ops\n" if what != "ok-no-ops" else "")
+                        + "---------- End Simulation Statistics   ----------\n")
         with (outdir / "board.pc.com_1.device").open("a") as console:
             console.write(f"pimcloud-run fake step {step}\n")
+        if step == die_at:  # step K done and dumped, not saved: the next attempt redoes it
+            os.kill(os.getpid(), signal.SIGKILL)
         if folder is not None and time.monotonic() - last >= every:
             save_progress(folder, outdir, tick, from_tick, state, offsets,
                           round(time.monotonic() - last, 3))

@@ -70,8 +70,9 @@ def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
     record = json.loads((tmp_path / "cut" / "runs" / RUN / "run.json").read_text())
     execution = record["execution"]
     assert execution["failed_attempts"] == ["crash: SIGKILL", "crash: SIGKILL"]
-    # Its cores' ops are the uninterrupted run's: each gem5 process counted its own from
-    # 0 and its segments name it (ten steps of 1000 ops).
+    # Its cores' ops are the uninterrupted run's (ten steps of 1000 ops): each gem5 process
+    # counted its own from 0 and its segments name it; a killed process's ops past its last
+    # checkpoint (its last step, dumped then killed) are done again, and counted once.
     assert _execution(tmp_path / "whole")["guest_ops"] == 10_000
     assert execution["guest_ops"] == 10_000
     assert len({info["process"] for info in execution["segments"]}) == 2
@@ -81,6 +82,21 @@ def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
                 and RUN in " ".join(argv)]
     assert ["--resume" in argv for argv in restores] == [False, True, True]
     assert not (tmp_path / "cut" / ".progress" / RUN).exists()  # spent once the run is whole
+
+
+def test_a_resumed_run_whose_last_process_counted_no_ops_records_none(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None]) -> None:
+    """The last process's ops come from its own stats.txt, read before the earlier
+    segments are stitched in front of it: read after, the last segment's simOps would
+    stand for the last process's and the earlier process would count twice."""
+    set_plan({RUN: ["die@4", "ok-no-ops"]})
+    cut = prepare_campaign(write_spec("noops", retries=1, extra=PREEMPTIBLE),
+                           tmp_path / "noops")
+    assert execute(cut, "local", jobs=1, live=False) == 0
+    execution = _execution(tmp_path / "noops")
+    assert execution["segments"] and execution["segments"][-1]["sim_ops"] == 3_000
+    assert "guest_ops" not in execution
 
 
 def test_a_run_past_the_memory_limit_goes_on_from_its_checkpoint_in_a_new_process(
