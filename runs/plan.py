@@ -21,7 +21,7 @@ from pimcloud.workloads.services import SERVICES
 
 from .layout import default_checkpoint_root
 from .spec import CampaignSpec, Run
-from .speeds import Speed, ops_per_request, setup_instruction_rate, speed_of
+from .speeds import Speed, op_weight, ops_per_request, setup_instruction_rate, speed_of
 from .status import format_seconds
 
 BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
@@ -72,15 +72,17 @@ def guest_work_estimate(run: Run, length_s: float,
 
 
 def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
-    """The micro-ops a run's services should take the guest's cores: each app's requests
-    times its ops a request (speeds.ops_per_request: the same on every preset). None when
-    an app has no figure (the plan then prices the run by its work)."""
+    """The micro-ops a run's services should take the guest's cores, each counted at its
+    service's weight (speeds.op_weight: how dear its ops are against the line by ops):
+    each app's requests times its ops a request (speeds.ops_per_request: the same on every
+    preset). None when an app has no figure (the plan then prices the run by its work)."""
     ops = 0.0
     for app in run.apps:
         figure = ops_per_request(backend, app.name)
         if figure is None:
             return None
-        ops += run.scenario.rps_of(app) * length_s * figure[0]
+        ops += (run.scenario.rps_of(app) * length_s * figure[0]
+                * op_weight(backend, app.name)[0])
     return ops
 
 
@@ -359,8 +361,11 @@ def format_plan(plan: Plan) -> str:
                      f"[{speed.source}]")
     for name in sorted(plan.ops_priced_apps):
         figure = ops_per_request(plan.backend, name)
+        weight = op_weight(plan.backend, name)
+        dearer = (f", each {weight[0]:.3g}x the line's cost [{weight[1]}]"
+                  if figure and weight[0] != 1.0 else "")
         lines.append(f"  guest ops a request of {name} (its runs on the lines by guest ops): "
-                     + (f"{figure[0] / 1e6:.3g} M [{figure[1]}]" if figure
+                     + (f"{figure[0] / 1e6:.3g} M [{figure[1]}]{dearer}" if figure
                         else "none measured, so those runs are priced by the other line"))
     return "\n".join(lines)
 

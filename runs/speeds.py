@@ -280,10 +280,14 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
         work = guest_work_seconds(run_dir)
     else:
         ops = None
+    # The line by ops as it stood before this run: how dear the service's ops were to it.
+    line = speed_of(backend, phase, topology) if ops and alone else None
     record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work, ops)
     requests = requests_generated(run_dir) if ops and alone else {}
     if ops and alone and requests.get(alone):
         record_ops_per_request(backend, alone, ops / requests[alone])
+    if ops and alone and line is not None and line.per_op > 0:
+        record_op_weight(backend, alone, (host_s - line.op_overhead_s) / (line.per_op * ops))
 
 
 def _append_sample(key: str, sample: list[float]) -> None:
@@ -317,6 +321,29 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
     if default and float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
         return float(default["per_request"]), str(default.get("note", "default"))  # type: ignore[arg-type]
     return None
+
+
+def record_op_weight(backend: str, service: str, value: float) -> None:
+    """Add one run's weight of the ops of ``service`` (a run of that service alone)."""
+    if value > 0:
+        _append_sample(f"{backend}/opweight/{service}", [round(value, 4)])
+
+
+def op_weight(backend: str, service: str) -> tuple[float, str]:
+    """How dear a micro-op of ``service`` is to simulate against the line by ops (1: as the
+    line says), and where the figure comes from: the median over its runs measured here
+    (each ``(host - op_overhead) / (per_op x ops)`` against the line before it), else
+    speeds.toml's ``[BACKEND.ops.SERVICE] weight``, else 1. gem5's host time an op follows
+    the code: translate's transducer walks miss in the caches and keep the O3 core's
+    queues full, and its ops cost 1.6x the line's of oltp, imgdnn and search."""
+    samples = [s[0] for s in _measured().get(f"{backend}/opweight/{service}", []) if s]
+    if samples:
+        return statistics.median(samples), f"measured ({len(samples)} runs)"
+    default = _defaults().get(f"{backend}/ops/{service}")
+    if default and float(default.get("weight", 0.0)) > 0:  # type: ignore[arg-type]
+        return float(default["weight"]), str(  # type: ignore[arg-type]
+            default.get("weight_note", default.get("note", "default")))
+    return 1.0, "the line's"
 
 
 def requests_generated(run_dir: Path) -> dict[str, int]:

@@ -268,7 +268,12 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from pimcloud.runs.plan import format_plan, guest_work_estimate, make_plan
     from pimcloud.runs.spec import load_spec
-    from pimcloud.runs.speeds import ops_per_request, record_ops_per_request
+    from pimcloud.runs.speeds import (
+        op_weight,
+        ops_per_request,
+        record_op_weight,
+        record_ops_per_request,
+    )
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
     # host = 300 + 2 s a million ops; the services' CPU seconds say otherwise (a service
@@ -302,12 +307,23 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
         assert plan.per_run[run.run_id] != pytest.approx(by_work.per_run[run.run_id])
     text = format_plan(plan)
     assert "300 s + 2 x guest M ops [measured (3 runs, by guest ops)]" in text
-    assert "kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)]" in text
+    assert text.endswith("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)]")
+    # A service whose ops cost more to simulate than the line's (its runs measured so):
+    # its ops count at their weight.
+    for value in (1.5, 2.0, 2.5):
+        record_op_weight("gem5", "kvstore", value)
+    assert op_weight("gem5", "kvstore") == (2.0, "measured (3 runs)")
+    dearer = make_plan(spec, "gem5", 1, {"paper"}, None)
+    for run in dearer.runs:
+        ops = run.scenario.rps_of(run.apps[0]) * length * 5e5
+        assert dearer.per_run[run.run_id] == pytest.approx(300 + 2e-6 * ops * 2.0)
+    assert ("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)], "
+            "each 2x the line's cost [measured (3 runs)]") in format_plan(dearer)
 
 
 def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pimcloud.runs.speeds import ops_per_request
+    from pimcloud.runs.speeds import op_weight, ops_per_request
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "none.json"))
     for preset in ("arch2", "arch3", "arch5", "arch6", "arch7"):
@@ -327,12 +343,16 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
         figure = ops_per_request("gem5", service)
         assert figure is not None and 1e5 < figure[0] < 1e7
     assert ops_per_request("gem5", "speech") is None
+    # translate's ops cost more than the line's (its arch2 run); the others' are the line's.
+    assert op_weight("gem5", "translate")[0] > 1.3
+    assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 
 def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pimcloud.runs.progress import last_sim_ops
     from pimcloud.runs.speeds import (
+        op_weight,
         ops_per_request,
         record_run_speed,
         requests_generated,
@@ -359,6 +379,10 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
     assert speeds["gem5/restore/arch2"] == [[0.43, 1955.0, 16, 0.4,
                                              pytest.approx(0.8 * 400 / 300), 502e6]]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
+    # Its ops against arch2's line by ops as it stood (speeds.toml: 411 s + 2.27 s a
+    # million): 1,544 s above the intercept for 1,140 s of the line's.
+    assert op_weight("gem5", "oltp")[0] == pytest.approx((1955 - 411) / (2.27e-6 * 502e6),
+                                                         abs=1e-4)
     # Not one service alone (two, or a manager beside it): its ops cannot be split.
     record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, ops)
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
