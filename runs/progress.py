@@ -41,16 +41,21 @@ class RunProgress:
         tick, path = max(found)
         return path, tick
 
-    def saved_span(self) -> tuple[int, float] | None:
+    def saved_span(self) -> tuple[int, float, float] | None:
         """Simulated ticks its progress checkpoints hold (from the run's start to the
-        latest) and when the latest was saved (epoch s); None: nothing saved."""
+        latest), when the latest was saved (epoch s), and the host seconds its segments
+        took (the run's own pace); None: nothing saved."""
         latest = self.latest()
         if latest is None:
             return None
-        starts = []
+        starts, host_s = [], 0.0
         for path in self.folder.glob("segments/*/segment.json"):
+            if not path.parent.name.isdigit() or int(path.parent.name) > latest[1]:
+                continue  # an orphan: redone by the next attempt
             try:
-                starts.append(int(json.loads(path.read_text())["from_tick"]))
+                info = json.loads(path.read_text())
+                starts.append(int(info["from_tick"]))
+                host_s += float(info.get("host_seconds", 0.0))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
         if not starts:
@@ -59,7 +64,7 @@ class RunProgress:
             saved_at = latest[0].stat().st_mtime
         except FileNotFoundError:  # replaced by a newer one as it was read
             return None
-        return max(0, latest[1] - min(starts)), saved_at
+        return max(0, latest[1] - min(starts)), saved_at, host_s
 
     def drop_orphans(self) -> None:
         """Remove segments past the latest checkpoint: an attempt killed between writing

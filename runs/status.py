@@ -19,6 +19,13 @@ from .progress import RunProgress
 from .spec import Run
 from .speeds import speed_of
 
+# From this much of a run saved in progress checkpoints, the ETA takes the run's own pace
+# (its segments' host seconds for their simulated span) over the plan's estimate: a plan
+# prices a service by others' costs (a speech decode, translate's cache misses) and can be
+# several times off, while a run's pace holds within a run. Before, its first segment's
+# restore would weigh too much.
+OWN_PACE_FROM = 0.1
+
 
 @dataclass
 class RunState:
@@ -32,6 +39,7 @@ class RunState:
     # checkpoints hold, and when the latest was saved (epoch)
     saved_fraction: float = 0.0
     saved_at: float | None = None
+    saved_host_s: float = 0.0  # host seconds its saved segments took
 
 
 @dataclass
@@ -44,11 +52,15 @@ class CampaignStatus:
     @property
     def eta_s(self) -> float:
         """Host seconds until every unfinished run is made, at ``jobs`` at a time (a run
-        resumed from progress checkpoints has only the rest of its length to make)."""
+        resumed from progress checkpoints has only the rest of its length to make, at its
+        own pace once its checkpoints hold enough of it to tell)."""
         remaining = 0.0
         now = time.time()
         for run in self.runs:
-            left = self.estimate_per_run_s * (1.0 - run.saved_fraction)
+            per_run = self.estimate_per_run_s
+            if run.saved_fraction >= OWN_PACE_FROM and run.saved_host_s > 0:
+                per_run = run.saved_host_s / run.saved_fraction
+            left = per_run * (1.0 - run.saved_fraction)
             if run.state == "pending":
                 remaining += left
             elif run.state == "running":
@@ -127,7 +139,7 @@ def _saved(campaign: Campaign, run: Run) -> dict[str, Any]:
     if span is None or length_s <= 0:
         return {}
     return {"saved_fraction": min(MAX_SAVED_FRACTION, span[0] / 1e12 / length_s),
-            "saved_at": span[1]}
+            "saved_at": span[1], "saved_host_s": span[2]}
 
 
 def _first_estimate(campaign: Campaign) -> float:

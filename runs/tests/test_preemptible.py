@@ -17,7 +17,7 @@ import pytest
 from pimcloud.runs.campaign import prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.progress import RunProgress, ops_of_processes
-from pimcloud.runs.status import campaign_status
+from pimcloud.runs.status import OWN_PACE_FROM, campaign_status
 
 PREEMPTIBLE = "[gem5]\nprogress_every = \"0.001s\"\n"  # a progress checkpoint each step
 RUN = "load-0.2_manager-pimcloud"
@@ -180,6 +180,17 @@ def test_the_eta_counts_only_what_a_resumed_run_has_left(
     resumed.state, resumed.since = "running", time.time() - 600
     resumed.saved_at = time.time() - 20
     assert status.eta_s == pytest.approx(330.0, abs=1.0)
+    # Its checkpoints hold half its length, made in 150 host s where the plan said 50:
+    # the rest is priced at its own pace (the other three runs at the plan's).
+    (progress / "segments" / str(start + half) / "segment.json").write_text(json.dumps(
+        {"from_tick": start, "to_tick": start + half, "host_seconds": 150.0}))
+    paced = campaign_status(campaign, estimate_per_run_s=100.0)
+    (resumed,) = [run for run in paced.runs if run.run_id == RUN]
+    assert resumed.saved_host_s == 150.0
+    assert paced.eta_s == pytest.approx(450.0)
+    # Too little saved to tell (under OWN_PACE_FROM of its length): the plan's estimate.
+    resumed.saved_fraction = OWN_PACE_FROM / 2
+    assert paced.eta_s == pytest.approx(300.0 + 100.0 * (1 - OWN_PACE_FROM / 2))
 
 
 def test_segments_an_attempt_wrote_after_its_last_checkpoint_are_dropped(tmp_path: Path
