@@ -43,8 +43,9 @@ class RunProgress:
 
     def saved_span(self) -> tuple[int, float, float] | None:
         """Simulated ticks its progress checkpoints hold (from the run's start to the
-        latest), when the latest was saved (epoch s), and the host seconds its segments
-        took (the run's own pace); None: nothing saved."""
+        latest), when the latest was saved (epoch s), and the CPU seconds its segments
+        took (the run's own pace; host seconds for segments written before CPU time was
+        kept); None: nothing saved."""
         latest = self.latest()
         if latest is None:
             return None
@@ -55,7 +56,7 @@ class RunProgress:
             try:
                 info = json.loads(path.read_text())
                 starts.append(int(info["from_tick"]))
-                host_s += float(info.get("host_seconds", 0.0))
+                host_s += float(info.get("cpu_seconds", info.get("host_seconds", 0.0)))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
         if not starts:

@@ -272,22 +272,47 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
                      alone: str | None, ops: float | None) -> None:
     """Record a finished run: its speed sample, with, in the phase priced by guest work,
     its services' work read from ``run_dir`` and the micro-ops its cores ran (``ops``: the
-    backend's ``guest_ops``, over every gem5 process of a resumed run; None: unknown); and
-    where ``alone`` names the one service it ran (no manager beside it), its ops a request
-    (they price its runs on presets where it has not run)."""
+    backend's ``guest_ops``, over every gem5 process of a resumed run; None: unknown),
+    counted at its services' weights (the line by ops is one of ops at weight 1, so a
+    dear service's runs do not tilt it for the others); and where ``alone`` names the one
+    service it ran (no manager beside it), its ops a request (they price its runs on
+    presets where it has not run) and its weight against the line before it."""
     work = None
     if (backend, phase) == WORK_PHASE:
         work = guest_work_seconds(run_dir)
     else:
         ops = None
-    # The line by ops as it stood before this run: how dear the service's ops were to it.
+    # Its weight against the line by ops as it stood before it (a run that cost little
+    # beyond the line's intercept says little of its ops' cost); then its sample, at the
+    # weights that include its own.
     line = speed_of(backend, phase, topology) if ops and alone else None
-    record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work, ops)
-    requests = requests_generated(run_dir) if ops and alone else {}
+    if (ops and alone and line is not None and line.per_op > 0
+            and host_s >= 2 * line.op_overhead_s):
+        record_op_weight(backend, alone, (host_s - line.op_overhead_s) / (line.per_op * ops))
+    requests = requests_generated(run_dir) if ops else {}
     if ops and alone and requests.get(alone):
         record_ops_per_request(backend, alone, ops / requests[alone])
-    if ops and alone and line is not None and line.per_op > 0:
-        record_op_weight(backend, alone, (host_s - line.op_overhead_s) / (line.per_op * ops))
+    record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work,
+                 weighted_ops(backend, ops, requests) if ops else None)
+
+
+def weighted_ops(backend: str, ops: float, requests: dict[str, int]) -> float:
+    """A run's ``ops`` counted at its services' weights (op_weight): one service's at its
+    weight; several services' split by their requests x ops a request, or left as they
+    are where one has no ops a request."""
+    if len(requests) == 1:
+        return ops * op_weight(backend, next(iter(requests)))[0]
+    shares: dict[str, float] = {}
+    for service, count in requests.items():
+        figure = ops_per_request(backend, service)
+        if figure is None or count <= 0:
+            return ops
+        shares[service] = count * figure[0]
+    total = sum(shares.values())
+    if total <= 0:
+        return ops
+    return ops * sum(share * op_weight(backend, service)[0]
+                     for service, share in shares.items()) / total
 
 
 def _append_sample(key: str, sample: list[float]) -> None:

@@ -20,10 +20,10 @@ from .spec import Run
 from .speeds import speed_of
 
 # From this much of a run saved in progress checkpoints, the ETA takes the run's own pace
-# (its segments' host seconds for their simulated span) over the plan's estimate: a plan
+# (its segments' CPU seconds for their simulated span) over the plan's estimate: a plan
 # prices a service by others' costs (a speech decode, translate's cache misses) and can be
-# several times off, while a run's pace holds within a run. Before, its first segment's
-# restore would weigh too much.
+# several times off, while a run's pace holds along the run. Before, a segment or two of
+# its start (caches filling, the first requests faulting in pages) would stand for it.
 OWN_PACE_FROM = 0.1
 
 
@@ -39,7 +39,7 @@ class RunState:
     # checkpoints hold, and when the latest was saved (epoch)
     saved_fraction: float = 0.0
     saved_at: float | None = None
-    saved_host_s: float = 0.0  # host seconds its saved segments took
+    saved_host_s: float = 0.0  # CPU seconds its saved segments took
 
 
 @dataclass

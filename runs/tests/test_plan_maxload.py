@@ -375,14 +375,16 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
     assert requests_generated(run) == {"oltp": 400}
     record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, "oltp", ops)
-    speeds = json.loads((tmp_path / "speeds.json").read_text())
-    assert speeds["gem5/restore/arch2"] == [[0.43, 1955.0, 16, 0.4,
-                                             pytest.approx(0.8 * 400 / 300), 502e6]]
-    assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
     # Its ops against arch2's line by ops as it stood (speeds.toml: 411 s + 2.27 s a
     # million): 1,544 s above the intercept for 1,140 s of the line's.
-    assert op_weight("gem5", "oltp")[0] == pytest.approx((1955 - 411) / (2.27e-6 * 502e6),
-                                                         abs=1e-4)
+    weight = op_weight("gem5", "oltp")[0]
+    assert weight == pytest.approx((1955 - 411) / (2.27e-6 * 502e6), abs=1e-4)
+    # Its sample counts its ops at that weight: the line by ops is one of ops at weight 1.
+    speeds = json.loads((tmp_path / "speeds.json").read_text())
+    assert speeds["gem5/restore/arch2"] == [[0.43, 1955.0, 16, 0.4,
+                                             pytest.approx(0.8 * 400 / 300),
+                                             pytest.approx(502e6 * weight)]]
+    assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
     # Not one service alone (two, or a manager beside it): its ops cannot be split.
     record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, ops)
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
@@ -392,10 +394,12 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
     assert speeds["gem5/restore/arch2"][-1] == [0.43, 1955.0, 16, 0.4,
                                                 pytest.approx(0.8 * 400 / 300)]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
+    assert len(json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp"]) == 1
     # A QEMU run is timed by the guest, whatever its work: nothing read.
     record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, "oltp", ops)
     assert json.loads((tmp_path / "speeds.json").read_text())["qemu/run/arch2"] == [
         [0.43, 50.0, 16, 0.4]]
+    assert len(json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp"]) == 1
     # A probe cut by its early stop generated requests it never served.
     (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
         {"measured_cpu_ns": 8e8, "requests": 100, "generated": 400,
@@ -682,3 +686,38 @@ def test_the_plan_warns_of_a_set_up_longer_than_the_host_time_limit(
     setup, run = plan_of("6h", "20min", measured="3s")  # a long simulated window
     assert setup.startswith("app checkpoint") and run.startswith("rps-100")
     assert plan_of("30h", "20min") == []
+
+
+def test_a_services_weight_is_against_the_line_before_its_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three runs at weight 1 fit arch5's line (100 s + 2 s a million ops); a run of a
+    dearer service (3 s a million) then records its weight, 1.5, against that line, not
+    against a line its own sample has tilted, and its sample counts its ops at 1.5 so the
+    line stays where the others put it. A run that cost about the intercept records none."""
+    from pimcloud.runs.speeds import op_weight, record_run_speed
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    for ops in (1e8, 5e8, 9e8):
+        record_speed("gem5", "restore", "arch5", 0.1, 100 + 2e-6 * ops, 4, length_s=0.05,
+                     work_s=0.1, ops=ops)
+    before = speed_of("gem5", "restore", "arch5")
+    assert before.op_overhead_s == pytest.approx(100) and before.per_op == pytest.approx(2e-6)
+    run = tmp_path / "run"
+    (run / "results" / "translate").mkdir(parents=True)
+    (run / "results" / "translate" / "summary.json").write_text(json.dumps(
+        {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
+    record_run_speed("gem5", "restore", "arch5", 0.4, 100 + 3e-6 * 8e8, 4, 0.4, run,
+                     "translate", 8e8)
+    assert op_weight("gem5", "translate") == (pytest.approx(1.5), "measured (1 runs)")
+    after = speed_of("gem5", "restore", "arch5")
+    assert after.op_overhead_s == pytest.approx(100) and after.per_op == pytest.approx(2e-6)
+    # Two services and a manager: no weight of either; a run near the intercept: none.
+    (run / "results" / "kvstore").mkdir()
+    (run / "results" / "kvstore" / "summary.json").write_text(json.dumps(
+        {"measured_cpu_ns": 1e8, "requests": 300, "generated": 400}))
+    record_run_speed("gem5", "restore", "arch5", 0.4, 5000.0, 4, 0.4, run, None, 8e8)
+    (run / "results" / "kvstore" / "summary.json").unlink()
+    record_run_speed("gem5", "restore", "arch5", 0.4, 150.0, 4, 0.4, run, "translate", 1e6)
+    speeds = json.loads((tmp_path / "speeds.json").read_text())
+    assert speeds["gem5/opweight/translate"] == [[1.5]]
+    assert "gem5/opweight/kvstore" not in speeds

@@ -180,10 +180,15 @@ def test_the_eta_counts_only_what_a_resumed_run_has_left(
     resumed.state, resumed.since = "running", time.time() - 600
     resumed.saved_at = time.time() - 20
     assert status.eta_s == pytest.approx(330.0, abs=1.0)
-    # Its checkpoints hold half its length, made in 150 host s where the plan said 50:
-    # the rest is priced at its own pace (the other three runs at the plan's).
+    # Its checkpoints hold half its length, made in 150 CPU s where the plan said 50: the
+    # rest is priced at its own pace (the other three runs at the plan's). A segment past
+    # the latest checkpoint (an attempt killed before that checkpoint) is not counted.
     (progress / "segments" / str(start + half) / "segment.json").write_text(json.dumps(
-        {"from_tick": start, "to_tick": start + half, "host_seconds": 150.0}))
+        {"from_tick": start, "to_tick": start + half, "host_seconds": 400.0,
+         "cpu_seconds": 150.0}))
+    (progress / "segments" / str(start + 2 * half)).mkdir()
+    (progress / "segments" / str(start + 2 * half) / "segment.json").write_text(json.dumps(
+        {"from_tick": start + half, "to_tick": start + 2 * half, "host_seconds": 9.0}))
     paced = campaign_status(campaign, estimate_per_run_s=100.0)
     (resumed,) = [run for run in paced.runs if run.run_id == RUN]
     assert resumed.saved_host_s == 150.0
