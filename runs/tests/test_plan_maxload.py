@@ -300,12 +300,16 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
     for value in (4e5, 5e5, 6e5):
         record_ops_per_request("gem5", "kvstore", value)
     assert ops_per_request("gem5", "kvstore") == (5e5, "measured (3 runs)")
-    plan = make_plan(spec, "gem5", 1, {"paper"}, None)
-    for run in plan.runs:
-        ops = run.scenario.rps_of(run.apps[0]) * length * 5e5
-        assert plan.per_run[run.run_id] == pytest.approx(300 + 2e-6 * ops)
-        assert plan.per_run[run.run_id] != pytest.approx(by_work.per_run[run.run_id])
-    text = format_plan(plan)
+
+    def priced_by_ops(weight: float) -> str:
+        plan = make_plan(spec, "gem5", 1, {"paper"}, None)
+        for run in plan.runs:
+            ops = run.scenario.rps_of(run.apps[0]) * length * 5e5
+            assert plan.per_run[run.run_id] == pytest.approx(300 + 2e-6 * ops * weight)
+            assert plan.per_run[run.run_id] != pytest.approx(by_work.per_run[run.run_id])
+        return format_plan(plan)
+
+    text = priced_by_ops(1.0)
     assert "300 s + 2 x guest M ops [measured (3 runs, by guest ops)]" in text
     assert text.endswith("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)]")
     # A service whose ops cost more to simulate than the line's (its runs measured so):
@@ -313,12 +317,8 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
     for value in (1.5, 2.0, 2.5):
         record_op_weight("gem5", "kvstore", value)
     assert op_weight("gem5", "kvstore") == (2.0, "measured (3 runs)")
-    dearer = make_plan(spec, "gem5", 1, {"paper"}, None)
-    for run in dearer.runs:
-        ops = run.scenario.rps_of(run.apps[0]) * length * 5e5
-        assert dearer.per_run[run.run_id] == pytest.approx(300 + 2e-6 * ops * 2.0)
     assert ("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)], "
-            "each 2x the line's cost [measured (3 runs)]") in format_plan(dearer)
+            "each 2x the line's cost [measured (3 runs)]") in priced_by_ops(2.0)
 
 
 def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
