@@ -113,6 +113,24 @@ def _cell_done(folder: Path) -> bool:
     return bool(states) and all(state.state == "done" for state in states)
 
 
+
+def _priced_by(plan: Any, service: str, cost: Any) -> str:
+    """What a cell's run is priced by, for its plan line: the service's guest ops a
+    request at their weight where its preset has a line by ops, else its CPU a request."""
+    from .runs.speeds import op_weight, ops_per_request
+
+    figure = (ops_per_request(plan.backend, service)
+              if service in plan.ops_priced_apps else None)
+    if figure is not None:
+        weight = op_weight(plan.backend, service)
+
+        def origin(source: str) -> str:  # speeds.toml's notes are long: its name will do
+            return source if source.startswith("measured") else "speeds.toml"
+
+        return (f"{figure[0] / 1e6:.3g} M guest ops a request [{origin(figure[1])}]"
+                + (f" x {weight[0]:.3g} [{origin(weight[1])}]" if weight[0] != 1.0 else ""))
+    return cost.describe() if cost else "the study estimate of service time"
+
 def _plan(args: argparse.Namespace) -> int:
     from .runs.plan import boot_name, over_limit, plan_jobs
     from .runs.spec import load_spec
@@ -157,7 +175,7 @@ def _plan(args: argparse.Namespace) -> int:
                      + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
-                     f"{cost.describe() if cost else 'the study estimate of service time'})")
+                     f"{_priced_by(plan, cell.service, cost)})")
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "

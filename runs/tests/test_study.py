@@ -498,6 +498,27 @@ def test_the_shipped_plan_prices_translates_pipelines(tmp_path: Path) -> None:
     assert setup_s(lines["arch1-translate"]) > 2 * setup_s(lines["arch1-kvstore"])
 
 
+def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path) -> None:
+    """A cell on a preset with a line by guest ops, of a service with ops a request, is
+    priced by them at the service's weight, and its line says so; one on a preset without
+    such a line keeps its CPU a request."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pimcloud.cli", "study", "plan", "characterisation-gem5",
+         "--out", str(tmp_path / "s"), "--only", "arch1,arch2", "--services",
+         "translate,oltp"], capture_output=True, text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "GEM5"},
+             "PIMCLOUD_CHECKPOINTS": str(tmp_path / "store"),
+             "PIMCLOUD_SPEEDS": str(tmp_path / "none.json")})
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()
+             if line.startswith("  arch")}
+    assert "M guest ops a request [speeds.toml] x 1.63 [speeds.toml]" in lines[
+        "arch2-translate"]
+    assert "M guest ops a request [speeds.toml])" in lines["arch2-oltp"]  # weight 1
+    assert "guest ops" not in lines["arch1-translate"] and "ms a request" in lines[
+        "arch1-translate"]
+
+
 def test_the_plan_counts_the_counters_boards_boot_apart(tmp_path: Path) -> None:
     """A migration cell's board has the page-access counters, so its boot is not the
     static cells' (runs/checkpoints.py keys it apart): the plan prices both."""
