@@ -49,14 +49,14 @@ class RunProgress:
         latest = self.latest()
         if latest is None:
             return None
-        starts, host_s = [], 0.0
+        starts, cpu_s = [], 0.0
         for path in self.folder.glob("segments/*/segment.json"):
             if not path.parent.name.isdigit() or int(path.parent.name) > latest[1]:
                 continue  # an orphan: redone by the next attempt
             try:
                 info = json.loads(path.read_text())
                 starts.append(int(info["from_tick"]))
-                host_s += float(info.get("cpu_seconds", info.get("host_seconds", 0.0)))
+                cpu_s += float(info.get("cpu_seconds", info.get("host_seconds", 0.0)))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
         if not starts:
@@ -65,7 +65,7 @@ class RunProgress:
             saved_at = latest[0].stat().st_mtime
         except FileNotFoundError:  # replaced by a newer one as it was read
             return None
-        return max(0, latest[1] - min(starts)), saved_at, host_s
+        return max(0, latest[1] - min(starts)), saved_at, cpu_s
 
     def drop_orphans(self) -> None:
         """Remove segments past the latest checkpoint: an attempt killed between writing
