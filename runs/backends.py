@@ -190,10 +190,13 @@ class Gem5Backend:
         # The micro-ops the guest's cores ran (runs/speeds.py prices runs by them): the
         # last gem5 process's, and a resumed run's earlier processes' from its segments.
         ops = last_sim_ops(m5out / "stats.txt")
+        processes = 1
         if progress is not None and resumed is not None:
             # The run's files and host time are its segments' and this attempt's.
             extra["segments"] = progress.stitch(m5out, resumed[1])
             ops = ops_of_processes(extra["segments"], ops)
+            processes += len({info["process"] for info in extra["segments"]
+                              if info.get("process")})
             # (the last gem5 process's, after a memory restart)
             extra["host_seconds_last_attempt"] = round(done.host_seconds, 1)
             host_seconds += sum(info["host_seconds"] for info in extra["segments"])
@@ -202,6 +205,7 @@ class Gem5Backend:
                                for info in extra["segments"])
         if ops is not None:
             extra["guest_ops"] = ops
+            extra["gem5_processes"] = processes  # each paid gem5's start and restore
         console = console_text(m5out)
         report = parse_console(console)
         extra["scenario_exit"] = report.scenario_exit

@@ -75,14 +75,15 @@ def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
     """The micro-ops a run's services should take the guest's cores, each counted at its
     service's weight (speeds.op_weight: how dear its ops are against the line by ops):
     each app's requests times its ops a request (speeds.ops_per_request: the same on every
-    preset). None when an app has no figure (the plan then prices the run by its work)."""
+    preset) at its weight on the run's preset. None when an app has no figure (the plan
+    then prices the run by its work)."""
     ops = 0.0
     for app in run.apps:
         figure = ops_per_request(backend, app.name)
         if figure is None:
             return None
         ops += (run.scenario.rps_of(app) * length_s * figure[0]
-                * op_weight(backend, app.name)[0])
+                * op_weight(backend, app.name, run.topology)[0])
     return ops
 
 
@@ -134,8 +135,13 @@ class Plan:
     startups: dict[str, float] = field(default_factory=dict)
     # guest instructions a host CPU second that prices those, and where it comes from
     startup_rate: tuple[float, str] | None = None
-    # apps of the runs whose speed has a line by guest ops (the plan says their figures)
-    ops_priced_apps: frozenset[str] = frozenset()
+    # (app, topology) of the runs whose speed has a line by guest ops (the plan says their
+    # figures)
+    ops_priced: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def ops_priced_apps(self) -> frozenset[str]:
+        return frozenset(app for app, _ in self.ops_priced)
 
     @property
     def total_s(self) -> float:
@@ -170,13 +176,13 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
     setups: dict[str, tuple[str, int, float]] = {}
     startups: dict[str, float] = {}
     rate: tuple[float, str] | None = None
-    ops_priced: set[str] = set()
+    ops_priced: set[tuple[str, str]] = set()
     for run in runs:
         speed_key, speed, per_run[run.run_id] = run_estimate(run, backend, length,
                                                               per_request_s)
         speeds[speed_key] = speed
         if speed.per_op:
-            ops_priced.update(app.name for app in run.apps)
+            ops_priced.update((app.name, run.topology) for app in run.apps)
         if app_checkpointed(run, backend):
             key = app_set_of(run)
             if have_app_sets and key in have_app_sets:
@@ -202,7 +208,7 @@ def make_plan(spec: CampaignSpec, backend: str, jobs: int,
             boots[topology] = speed.host_seconds(BOOT_SIMULATED_S)
     cores = 0 if spec.executor.kind == "slurm" else len(os.sched_getaffinity(0))
     return Plan(spec, backend, runs, per_run, boots, speeds, jobs, setups, cores=cores,
-                startups=startups, startup_rate=rate, ops_priced_apps=frozenset(ops_priced))
+                startups=startups, startup_rate=rate, ops_priced=frozenset(ops_priced))
 
 
 def boot_name(topology: str, counters: bool) -> str:
@@ -361,9 +367,12 @@ def format_plan(plan: Plan) -> str:
                      f"[{speed.source}]")
     for name in sorted(plan.ops_priced_apps):
         figure = ops_per_request(plan.backend, name)
-        weight = op_weight(plan.backend, name)
-        dearer = (f", each {weight[0]:.3g}x the line's cost [{weight[1]}]"
-                  if figure and weight[0] != 1.0 else "")
+        weights = {Path(topology).stem: op_weight(plan.backend, name, topology)
+                   for app, topology in plan.ops_priced if app == name}
+        dearer = "".join(f", each {weight[0]:.3g}x the line's cost"
+                         + (f" on {preset}" if len(weights) > 1 else "") + f" [{weight[1]}]"
+                         for preset, weight in sorted(weights.items())
+                         if figure and weight[0] != 1.0)
         lines.append(f"  guest ops a request of {name} (its runs on the lines by guest ops): "
                      + (f"{figure[0] / 1e6:.3g} M [{figure[1]}]{dearer}" if figure
                         else "none measured, so those runs are priced by the other line"))

@@ -32,6 +32,7 @@ its service has never run on.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import statistics
@@ -269,14 +270,16 @@ def record_speed(backend: str, phase: str, topology: str, simulated_s: float,
 
 def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float,
                      host_s: float, busy: float, length_s: float, run_dir: Path,
-                     alone: str | None, ops: float | None) -> None:
+                     alone: str | None, ops: float | None, processes: int = 1) -> None:
     """Record a finished run: its speed sample, with, in the phase priced by guest work,
     its services' work read from ``run_dir`` and the micro-ops its cores ran (``ops``: the
     backend's ``guest_ops``, over every gem5 process of a resumed run; None: unknown),
     counted at its services' weights (the line by ops is one of ops at weight 1, so a
     dear service's runs do not tilt it for the others); and where ``alone`` names the one
     service it ran (no manager beside it), its ops a request (they price its runs on
-    presets where it has not run) and its weight against the line before it."""
+    presets where it has not run) and its weight against the line before it, less the
+    line's intercept once for each of its gem5 ``processes`` (a resumed run's each paid
+    gem5's start and restore)."""
     work = None
     if (backend, phase) == WORK_PHASE:
         work = guest_work_seconds(run_dir)
@@ -286,22 +289,23 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
     # beyond the line's intercept says little of its ops' cost); then its sample, at the
     # weights that include its own.
     line = speed_of(backend, phase, topology) if ops and alone else None
-    if (ops and alone and line is not None and line.per_op > 0
-            and host_s >= 2 * line.op_overhead_s):
-        record_op_weight(backend, alone, (host_s - line.op_overhead_s) / (line.per_op * ops))
+    starts = line.op_overhead_s * processes if line is not None else 0.0
+    if (ops and alone and line is not None and line.per_op > 0 and host_s >= 2 * starts):
+        record_op_weight(backend, alone, (host_s - starts) / (line.per_op * ops), topology)
     requests = requests_generated(run_dir) if ops else {}
     if ops and alone and requests.get(alone):
         record_ops_per_request(backend, alone, ops / requests[alone])
     record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work,
-                 weighted_ops(backend, ops, requests) if ops else None)
+                 weighted_ops(backend, ops, requests, topology) if ops else None)
 
 
-def weighted_ops(backend: str, ops: float, requests: dict[str, int]) -> float:
-    """A run's ``ops`` counted at its services' weights (op_weight): one service's at its
-    weight; several services' split by their requests x ops a request, or left as they
-    are where one has no ops a request."""
+def weighted_ops(backend: str, ops: float, requests: dict[str, int],
+                 topology: str | None = None) -> float:
+    """A run's ``ops`` counted at its services' weights on ``topology`` (op_weight): one
+    service's at its weight; several services' split by their requests x ops a request,
+    or left as they are where one has no ops a request."""
     if len(requests) == 1:
-        return ops * op_weight(backend, next(iter(requests)))[0]
+        return ops * op_weight(backend, next(iter(requests)), topology)[0]
     shares: dict[str, float] = {}
     for service, count in requests.items():
         figure = ops_per_request(backend, service)
@@ -311,7 +315,7 @@ def weighted_ops(backend: str, ops: float, requests: dict[str, int]) -> float:
     total = sum(shares.values())
     if total <= 0:
         return ops
-    return ops * sum(share * op_weight(backend, service)[0]
+    return ops * sum(share * op_weight(backend, service, topology)[0]
                      for service, share in shares.items()) / total
 
 
@@ -348,26 +352,85 @@ def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
     return None
 
 
-def record_op_weight(backend: str, service: str, value: float) -> None:
-    """Add one run's weight of the ops of ``service`` (a run of that service alone)."""
+def record_op_weight(backend: str, service: str, value: float,
+                     topology: str | None = None) -> None:
+    """Add one run's weight of the ops of ``service`` (a run of that service alone) on
+    ``topology`` (its preset's name keys the sample; None: unknown)."""
     if value > 0:
-        _append_sample(f"{backend}/opweight/{service}", [round(value, 4)])
+        key = f"{backend}/opweight/{service}"
+        _append_sample(f"{key}/{Path(topology).stem}" if topology else key,
+                       [round(value, 4)])
 
 
-def op_weight(backend: str, service: str) -> tuple[float, str]:
+@functools.lru_cache(maxsize=64)
+def _likeness(preset: str) -> tuple[str, str] | None:
+    """What makes a service's ops cost alike on two presets: their cores' cache
+    hierarchies and core types (``deep``, ``brawny``); None for a topology that cannot
+    be read by its name."""
+    from pimcloud.topology import TopologyError, load_topology
+
+    try:
+        clusters = [c for c in load_topology(preset).clusters if c.cores]
+    except TopologyError:
+        return None
+    return ("+".join(sorted({c.caches.hierarchy for c in clusters if c.caches})),
+            "+".join(sorted({c.core_type.name for c in clusters if c.core_type})))
+
+
+def _weights_by_preset(backend: str, service: str
+                       ) -> dict[str | None, tuple[list[float], str]]:
+    """A service's weights by the preset they were measured on (None: not said), each
+    with its origin: runs measured here, else speeds.toml's ``weights`` (by preset) and
+    ``weight`` (the service's)."""
+    found: dict[str | None, tuple[list[float], str]] = {}
+    default = _defaults().get(f"{backend}/ops/{service}") or {}
+    note = str(default.get("weights_note", default.get("weight_note", "speeds.toml")))
+    for preset, value in dict(default.get("weights", {})).items():  # type: ignore[call-overload]
+        found[str(preset)] = ([float(value)], note)
+    if float(default.get("weight", 0.0)) > 0:  # type: ignore[arg-type]
+        found[None] = ([float(default["weight"])], note)  # type: ignore[arg-type]
+    key = f"{backend}/opweight/{service}"
+    for name, samples in _measured().items():
+        if name != key and not name.startswith(f"{key}/"):
+            continue
+        values = [s[0] for s in samples if s]
+        if values:
+            found[name.removeprefix(key).removeprefix("/") or None] = (values, "measured")
+    return found
+
+
+def op_weight(backend: str, service: str, topology: str | None = None
+              ) -> tuple[float, str]:
     """How dear a micro-op of ``service`` is to simulate against the line by ops (1: as the
-    line says), and where the figure comes from: the median over its runs measured here
-    (each ``(host - op_overhead) / (per_op x ops)`` against the line before it), else
-    speeds.toml's ``[BACKEND.ops.SERVICE] weight``, else 1. gem5's host time an op follows
-    the code: translate's transducer walks miss in the caches and keep the O3 core's
-    queues full, and its ops cost 1.6x the line's of oltp, imgdnn and search."""
-    samples = [s[0] for s in _measured().get(f"{backend}/opweight/{service}", []) if s]
-    if samples:
-        return statistics.median(samples), f"measured ({len(samples)} runs)"
-    default = _defaults().get(f"{backend}/ops/{service}")
-    if default and float(default.get("weight", 0.0)) > 0:  # type: ignore[arg-type]
-        return float(default["weight"]), str(  # type: ignore[arg-type]
-            default.get("weight_note", default.get("note", "default")))
+    line says), and where the figure comes from. Each figure is ``(host - op_overhead) /
+    (per_op x ops)`` of a run of the service alone against the line before it, measured
+    here (wins over speeds.toml's for the same preset). The median over the runs on
+    ``topology``, else on presets alike (the same cache hierarchy and core type, then the
+    same hierarchy), else on every preset, else 1. gem5's host time an op follows the
+    memory system: translate's transducer walks miss in the L1s and, without an L3, go to
+    the stack, so on shallow presets its ops cost 1.2-1.6x the line of oltp, imgdnn and
+    search and on deep arch1 0.57x."""
+    found = _weights_by_preset(backend, service)
+    if not found:
+        return 1.0, "the line's"
+    preset = Path(topology).stem if topology else None
+    like = _likeness(topology) if topology else None
+    tiers = [lambda name: name == preset] if preset else []
+    if like is not None:
+        tiers += [lambda name: name is not None and _likeness(name) == like,
+                  lambda name: name is not None and (_likeness(name) or ("",))[0] == like[0]]
+    tiers.append(lambda name: True)  # the service's every run, named or not
+    for tier in tiers:
+        chosen = {name: entry for name, entry in found.items() if tier(name)}
+        if not chosen:
+            continue
+        values = [value for entry, _ in chosen.values() for value in entry]
+        runs = sum(len(entry) for entry, origin in chosen.values() if origin == "measured")
+        origins = ([f"measured ({runs} runs)"] if runs else []) + sorted(
+            {origin for _, origin in chosen.values() if origin != "measured"})
+        named = sorted(name for name in chosen if name)
+        return (statistics.median(values),
+                "; ".join(origins) + (f" on {', '.join(named)}" if named else ""))
     return 1.0, "the line's"
 
 

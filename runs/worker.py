@@ -126,7 +126,8 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
                                      busy_cores(run), length, folder.run_dir(run.run_id),
                                      run.apps[0].name if len(run.apps) == 1
                                      and run.scenario.manager == "none" else None,
-                                     outcome.extra.get("guest_ops"))
+                                     outcome.extra.get("guest_ops"),
+                                     outcome.extra.get("gem5_processes", 1))
                 log(f"{run.run_id}: done in {outcome.host_seconds:.1f} s ({outcome.cause})")
                 return "done"
             record["detail"] = outcome.detail

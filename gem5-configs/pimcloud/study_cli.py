@@ -114,18 +114,21 @@ def _cell_done(folder: Path) -> bool:
 
 
 
-def _priced_by(plan: Any, service: str, cost: Any) -> str:
+def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
     """What a cell's run is priced by, for its plan line: the service's guest ops a
-    request at their weight where its preset has a line by ops, else its CPU a request."""
+    request at their weight on its preset where it has a line by ops, else its CPU a
+    request."""
     from .runs.speeds import op_weight, ops_per_request
 
     figure = (ops_per_request(plan.backend, service)
               if service in plan.ops_priced_apps else None)
     if figure is not None:
-        weight = op_weight(plan.backend, service)
+        weight = op_weight(plan.backend, service, preset)
 
         def origin(source: str) -> str:  # speeds.toml's notes are long: its name will do
-            return source if source.startswith("measured") else "speeds.toml"
+            where = source.partition(" on ")[2]
+            return ("measured" if source.startswith("measured") else "speeds.toml") + (
+                f", {where}" if where else "")
 
         return (f"{figure[0] / 1e6:.3g} M guest ops a request [{origin(figure[1])}]"
                 + (f" x {weight[0]:.3g} [{origin(weight[1])}]" if weight[0] != 1.0 else ""))
@@ -175,7 +178,7 @@ def _plan(args: argparse.Namespace) -> int:
                      + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
-                     f"{_priced_by(plan, cell.service, cost)})")
+                     f"{_priced_by(plan, cell.service, cell.preset, cost)})")
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "

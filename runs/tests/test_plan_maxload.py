@@ -345,9 +345,15 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     speech = ops_per_request("gem5", "speech")  # a decode: hundreds of millions
     assert speech is not None and 1e8 < speech[0] < 1e9
     assert ops_per_request("gem5", "kvstore") is None
-    # translate's and speech's ops cost more than the line's (their arch2 runs); the
-    # others' are the line's.
-    assert op_weight("gem5", "translate")[0] > 1.3 and op_weight("gem5", "speech")[0] > 1.3
+    # translate's and speech's ops cost more than the line's on arch2 (their runs there);
+    # on deep arch5 translate's cost what arch1's did (an L3 keeps its walks off the
+    # stack), less than the line's; the others' are the line's.
+    assert op_weight("gem5", "translate", "arch2")[0] > 1.3
+    assert op_weight("gem5", "speech", "arch2")[0] > 1.3
+    assert op_weight("gem5", "translate", "arch5") == (
+        pytest.approx(0.57), "arch2: 1 run, " + op_weight("gem5", "translate", "arch5")[1]
+        .partition("arch2: 1 run, ")[2])
+    assert op_weight("gem5", "translate", "arch5")[1].endswith(" on arch1")
     assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 
@@ -397,12 +403,14 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
     assert speeds["gem5/restore/arch2"][-1] == [0.43, 1955.0, 16, 0.4,
                                                 pytest.approx(0.8 * 400 / 300)]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
-    assert len(json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp"]) == 1
+    weights = json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp/arch2"]
+    assert len(weights) == 1
     # A QEMU run is timed by the guest, whatever its work: nothing read.
     record_run_speed("qemu", "run", "arch2", 0.43, 50.0, 16, 0.4, run, "oltp", ops)
     assert json.loads((tmp_path / "speeds.json").read_text())["qemu/run/arch2"] == [
         [0.43, 50.0, 16, 0.4]]
-    assert len(json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp"]) == 1
+    weights = json.loads((tmp_path / "speeds.json").read_text())["gem5/opweight/oltp/arch2"]
+    assert len(weights) == 1
     # A probe cut by its early stop generated requests it never served.
     (run / "results" / "oltp" / "summary.json").write_text(json.dumps(
         {"measured_cpu_ns": 8e8, "requests": 100, "generated": 400,
@@ -711,7 +719,8 @@ def test_a_services_weight_is_against_the_line_before_its_run(
         {"measured_cpu_ns": 8e8, "requests": 300, "generated": 400}))
     record_run_speed("gem5", "restore", "arch5", 0.4, 100 + 3e-6 * 8e8, 4, 0.4, run,
                      "translate", 8e8)
-    assert op_weight("gem5", "translate") == (pytest.approx(1.5), "measured (1 runs)")
+    assert op_weight("gem5", "translate", "arch5") == (pytest.approx(1.5),
+                                                       "measured (1 runs) on arch5")
     after = speed_of("gem5", "restore", "arch5")
     assert after.op_overhead_s == pytest.approx(100) and after.per_op == pytest.approx(2e-6)
     # Two services and a manager: no weight of either; a run near the intercept: none.
@@ -722,5 +731,36 @@ def test_a_services_weight_is_against_the_line_before_its_run(
     (run / "results" / "kvstore" / "summary.json").unlink()
     record_run_speed("gem5", "restore", "arch5", 0.4, 150.0, 4, 0.4, run, "translate", 1e6)
     speeds = json.loads((tmp_path / "speeds.json").read_text())
-    assert speeds["gem5/opweight/translate"] == [[1.5]]
-    assert "gem5/opweight/kvstore" not in speeds
+    assert speeds["gem5/opweight/translate/arch5"] == [[1.5]]
+    assert not any(key.startswith("gem5/opweight/kvstore") for key in speeds)
+    # A run resumed over two gem5 processes paid the intercept twice: its weight is of
+    # what is left after both.
+    line = speed_of("gem5", "restore", "arch5")
+    host = 2 * line.op_overhead_s + 1.25 * line.per_op * 8e8
+    record_run_speed("gem5", "restore", "arch5", 0.4, host, 4, 0.4, run, "translate", 8e8,
+                     processes=2)
+    speeds = json.loads((tmp_path / "speeds.json").read_text())
+    assert speeds["gem5/opweight/translate/arch5"] == [[1.5], [pytest.approx(1.25, abs=1e-4)]]
+
+
+def test_a_weight_comes_from_the_preset_else_presets_alike_else_every_preset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kvstore's ops measured dear on arch2 (brawny, shallow) and cheap on arch1 (brawny,
+    deep): arch6 (brawny, shallow) takes arch2's, wimpy deep arch3 arch1's (the same
+    hierarchy), paper (a deep host and shallow stacks) the median of every preset."""
+    from pimcloud.runs.speeds import op_weight, record_op_weight
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    assert op_weight("gem5", "kvstore", "arch2") == (1.0, "the line's")
+    record_op_weight("gem5", "kvstore", 2.0, "arch2")
+    record_op_weight("gem5", "kvstore", 0.5, "gem5-configs/pimcloud/topology/presets/arch1.toml")
+    assert op_weight("gem5", "kvstore", "arch2") == (2.0, "measured (1 runs) on arch2")
+    assert op_weight("gem5", "kvstore", "arch6") == (2.0, "measured (1 runs) on arch2")
+    assert op_weight("gem5", "kvstore", "arch8") == (2.0, "measured (1 runs) on arch2")
+    assert op_weight("gem5", "kvstore", "arch3") == (0.5, "measured (1 runs) on arch1")
+    assert op_weight("gem5", "kvstore", "paper") == (1.25, "measured (2 runs) on arch1, arch2")
+    # a sample that names no preset (recorded before samples named theirs) counts only
+    # where every preset does
+    record_op_weight("gem5", "kvstore", 3.5)
+    assert op_weight("gem5", "kvstore", "arch3") == (0.5, "measured (1 runs) on arch1")
+    assert op_weight("gem5", "kvstore") == (2.0, "measured (3 runs) on arch1, arch2")

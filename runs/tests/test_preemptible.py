@@ -76,6 +76,9 @@ def test_a_run_killed_at_random_points_resumes_without_loss_or_double_counting(
     assert _execution(tmp_path / "whole")["guest_ops"] == 10_000
     assert execution["guest_ops"] == 10_000
     assert len({info["process"] for info in execution["segments"]}) == 2
+    # three gem5 processes, each of which paid gem5's start (a weight subtracts them all)
+    assert _execution(tmp_path / "whole")["gem5_processes"] == 1
+    assert execution["gem5_processes"] == 3
     # The last attempt resumed at the checkpoint before the second kill.
     assert execution["resumed_from_tick"] == execution["segments"][-1]["to_tick"]
     restores = [argv for argv in gem5_calls("restore") if "cut" in " ".join(argv)
@@ -123,6 +126,7 @@ def test_a_run_past_the_memory_limit_goes_on_from_its_checkpoint_in_a_new_proces
                            )["execution"]
     assert execution["failed_attempts"] == [] and execution["attempt"] == 1
     assert execution["guest_ops"] == 10_000  # three processes' ops, none counted twice
+    assert execution["gem5_processes"] == 3
     restarts = execution["memory_restarts"]
     assert [r["from_tick"] is None for r in restarts] == [True, False]
     assert restarts[0]["stopped_at_checkpoint"] == restarts[1]["from_tick"]
