@@ -37,6 +37,7 @@ import json
 import os
 import statistics
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -277,9 +278,9 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
     counted at its services' weights (the line by ops is one of ops at weight 1, so a
     dear service's runs do not tilt it for the others); and where ``alone`` names the one
     service it ran (no manager beside it), its ops a request (they price its runs on
-    presets where it has not run) and its weight against the line before it, less the
-    line's intercept once for each of its gem5 ``processes`` (a resumed run's each paid
-    gem5's start and restore)."""
+    presets where it has not run) and its weight against the line before it. A resumed
+    run's every gem5 ``process`` paid gem5's start and restore (the line's intercept):
+    its weight is of what is left after them all, and its sample is of one process."""
     work = None
     if (backend, phase) == WORK_PHASE:
         work = guest_work_seconds(run_dir)
@@ -288,14 +289,18 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
     # Its weight against the line by ops as it stood before it (a run that cost little
     # beyond the line's intercept says little of its ops' cost); then its sample, at the
     # weights that include its own.
-    line = speed_of(backend, phase, topology) if ops and alone else None
-    starts = line.op_overhead_s * processes if line is not None else 0.0
-    if (ops and alone and line is not None and line.per_op > 0 and host_s >= 2 * starts):
-        record_op_weight(backend, alone, (host_s - starts) / (line.per_op * ops), topology)
+    line = speed_of(backend, phase, topology)
+    start = line.op_overhead_s if line.per_op else line.overhead_s  # gem5's, a process
+    if (ops and alone and line.per_op > 0 and host_s >= 2 * start * processes):
+        record_op_weight(backend, alone, (host_s - start * processes) / (line.per_op * ops),
+                         topology)
     requests = requests_generated(run_dir) if ops else {}
     if ops and alone and requests.get(alone):
         record_ops_per_request(backend, alone, ops / requests[alone])
-    record_speed(backend, phase, topology, simulated_s, host_s, busy, length_s, work,
+    # The lines are of runs made in one gem5 process: a resumed run's later starts are
+    # taken off its sample.
+    record_speed(backend, phase, topology, simulated_s,
+                 max(0.0, host_s - start * (processes - 1)), busy, length_s, work,
                  weighted_ops(backend, ops, requests, topology) if ops else None)
 
 
@@ -363,14 +368,16 @@ def record_op_weight(backend: str, service: str, value: float,
 
 
 @functools.lru_cache(maxsize=64)
-def _likeness(preset: str) -> tuple[str, str] | None:
+def _likeness(topology: str) -> tuple[str, str] | None:
     """What makes a service's ops cost alike on two presets: their cores' cache
     hierarchies and core types (``deep``, ``brawny``); None for a topology that cannot
-    be read by its name."""
-    from pimcloud.topology import TopologyError, load_topology
+    be read. A shipped preset's name is read from the presets, whatever the folder."""
+    from pimcloud.topology import TopologyError, load_topology, preset_names
+    from pimcloud.topology.parse import PRESET_DIR
 
+    source = str(PRESET_DIR / f"{topology}.toml") if topology in preset_names() else topology
     try:
-        clusters = [c for c in load_topology(preset).clusters if c.cores]
+        clusters = [c for c in load_topology(source).clusters if c.cores]
     except TopologyError:
         return None
     return ("+".join(sorted({c.caches.hierarchy for c in clusters if c.caches})),
@@ -379,16 +386,16 @@ def _likeness(preset: str) -> tuple[str, str] | None:
 
 def _weights_by_preset(backend: str, service: str
                        ) -> dict[str | None, tuple[list[float], str]]:
-    """A service's weights by the preset they were measured on (None: not said), each
-    with its origin: runs measured here, else speeds.toml's ``weights`` (by preset) and
-    ``weight`` (the service's)."""
+    """A service's weights by the preset they were measured on (None: not said; samples
+    of a topology file are keyed by its file's stem, as speeds are), each with its
+    origin: ``measured`` here, else ``speeds.toml``'s ``weights`` (by preset) and
+    ``weight`` (the service's). A preset's measured runs replace speeds.toml's figure."""
     found: dict[str | None, tuple[list[float], str]] = {}
     default = _defaults().get(f"{backend}/ops/{service}") or {}
-    note = str(default.get("weights_note", default.get("weight_note", "speeds.toml")))
     for preset, value in dict(default.get("weights", {})).items():  # type: ignore[call-overload]
-        found[str(preset)] = ([float(value)], note)
+        found[str(preset)] = ([float(value)], "speeds.toml")
     if float(default.get("weight", 0.0)) > 0:  # type: ignore[arg-type]
-        found[None] = ([float(default["weight"])], note)  # type: ignore[arg-type]
+        found[None] = ([float(default["weight"])], "speeds.toml")  # type: ignore[arg-type]
     key = f"{backend}/opweight/{service}"
     for name, samples in _measured().items():
         if name != key and not name.startswith(f"{key}/"):
@@ -402,36 +409,40 @@ def _weights_by_preset(backend: str, service: str
 def op_weight(backend: str, service: str, topology: str | None = None
               ) -> tuple[float, str]:
     """How dear a micro-op of ``service`` is to simulate against the line by ops (1: as the
-    line says), and where the figure comes from. Each figure is ``(host - op_overhead) /
-    (per_op x ops)`` of a run of the service alone against the line before it, measured
-    here (wins over speeds.toml's for the same preset). The median over the runs on
-    ``topology``, else on presets alike (the same cache hierarchy and core type, then the
-    same hierarchy), else on every preset, else 1. gem5's host time an op follows the
-    memory system: translate's transducer walks miss in the L1s and, without an L3, go to
-    the stack, so on shallow presets its ops cost 1.2-1.6x the line of oltp, imgdnn and
-    search and on deep arch1 0.57x."""
+    line says), and where the figure comes from (``measured (2 runs) on arch2``,
+    ``speeds.toml on arch1``). Each figure is ``(host - op_overhead x processes) / (per_op
+    x ops)`` of a run of the service alone against the line before it. The median over
+    the figures of ``topology``'s preset, else of presets alike (the same cache hierarchy
+    and core type, then the same hierarchy), else of every preset, else 1. gem5's host
+    time an op follows the memory system: translate's transducer walks miss in the L1s
+    and, without an L3, go to the stack, so its ops cost 1.15-1.57x the line of oltp,
+    imgdnn and search on shallow presets and 0.57x on deep arch1."""
     found = _weights_by_preset(backend, service)
     if not found:
         return 1.0, "the line's"
     preset = Path(topology).stem if topology else None
     like = _likeness(topology) if topology else None
-    tiers = [lambda name: name == preset] if preset else []
+    tiers: list[Callable[[str | None], bool]] = []
+    if preset:
+        tiers.append(lambda name: name == preset)
     if like is not None:
-        tiers += [lambda name: name is not None and _likeness(name) == like,
-                  lambda name: name is not None and (_likeness(name) or ("",))[0] == like[0]]
-    tiers.append(lambda name: True)  # the service's every run, named or not
+        def alike(name: str | None, levels: int) -> bool:
+            other = _likeness(name) if name else None
+            return other is not None and other[:levels] == like[:levels]
+
+        tiers += [lambda name: alike(name, 2), lambda name: alike(name, 1)]
+    tiers.append(lambda name: True)  # the service's every figure, named or not
     for tier in tiers:
         chosen = {name: entry for name, entry in found.items() if tier(name)}
-        if not chosen:
-            continue
-        values = [value for entry, _ in chosen.values() for value in entry]
-        runs = sum(len(entry) for entry, origin in chosen.values() if origin == "measured")
-        origins = ([f"measured ({runs} runs)"] if runs else []) + sorted(
-            {origin for _, origin in chosen.values() if origin != "measured"})
-        named = sorted(name for name in chosen if name)
-        return (statistics.median(values),
-                "; ".join(origins) + (f" on {', '.join(named)}" if named else ""))
-    return 1.0, "the line's"
+        if chosen:
+            break
+    values = [value for entry, _ in chosen.values() for value in entry]
+    runs = sum(len(entry) for entry, origin in chosen.values() if origin == "measured")
+    origins = ([f"measured ({runs} runs)"] if runs else []) + sorted(
+        {origin for _, origin in chosen.values() if origin != "measured"})
+    named = sorted(name for name in chosen if name)
+    return (statistics.median(values),
+            " and ".join(origins) + (f" on {', '.join(named)}" if named else ""))
 
 
 def requests_generated(run_dir: Path) -> dict[str, int]:

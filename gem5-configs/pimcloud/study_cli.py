@@ -124,14 +124,10 @@ def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
               if service in plan.ops_priced_apps else None)
     if figure is not None:
         weight = op_weight(plan.backend, service, preset)
-
-        def origin(source: str) -> str:  # speeds.toml's notes are long: its name will do
-            where = source.partition(" on ")[2]
-            return ("measured" if source.startswith("measured") else "speeds.toml") + (
-                f", {where}" if where else "")
-
-        return (f"{figure[0] / 1e6:.3g} M guest ops a request [{origin(figure[1])}]"
-                + (f" x {weight[0]:.3g} [{origin(weight[1])}]" if weight[0] != 1.0 else ""))
+        # speeds.toml's notes are long: its name will do
+        origin = figure[1] if figure[1].startswith("measured") else "speeds.toml"
+        return (f"{figure[0] / 1e6:.3g} M guest ops a request [{origin}]"
+                + (f" x {weight[0]:.3g} [{weight[1]}]" if weight[0] != 1.0 else ""))
     return cost.describe() if cost else "the study estimate of service time"
 
 def _plan(args: argparse.Namespace) -> int:

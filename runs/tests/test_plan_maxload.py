@@ -350,10 +350,8 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     # stack), less than the line's; the others' are the line's.
     assert op_weight("gem5", "translate", "arch2")[0] > 1.3
     assert op_weight("gem5", "speech", "arch2")[0] > 1.3
-    assert op_weight("gem5", "translate", "arch5") == (
-        pytest.approx(0.57), "arch2: 1 run, " + op_weight("gem5", "translate", "arch5")[1]
-        .partition("arch2: 1 run, ")[2])
-    assert op_weight("gem5", "translate", "arch5")[1].endswith(" on arch1")
+    assert op_weight("gem5", "translate", "arch5") == (pytest.approx(0.57),
+                                                       "speeds.toml on arch1")
     assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 
@@ -741,26 +739,73 @@ def test_a_services_weight_is_against_the_line_before_its_run(
                      processes=2)
     speeds = json.loads((tmp_path / "speeds.json").read_text())
     assert speeds["gem5/opweight/translate/arch5"] == [[1.5], [pytest.approx(1.25, abs=1e-4)]]
+    # and its sample is of one process: its second start taken off
+    assert speeds["gem5/restore/arch5"][-1][1] == pytest.approx(host - line.op_overhead_s)
 
 
 def test_a_weight_comes_from_the_preset_else_presets_alike_else_every_preset(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """kvstore's ops measured dear on arch2 (brawny, shallow) and cheap on arch1 (brawny,
-    deep): arch6 (brawny, shallow) takes arch2's, wimpy deep arch3 arch1's (the same
-    hierarchy), paper (a deep host and shallow stacks) the median of every preset."""
+    """kvstore's ops measured dear on arch2 (brawny, shallow), cheap on arch1 (brawny,
+    deep), between on arch8 (wimpy, shallow): each preset takes the figure of the presets
+    most like it."""
     from pimcloud.runs.speeds import op_weight, record_op_weight
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
     assert op_weight("gem5", "kvstore", "arch2") == (1.0, "the line's")
     record_op_weight("gem5", "kvstore", 2.0, "arch2")
     record_op_weight("gem5", "kvstore", 0.5, "gem5-configs/pimcloud/topology/presets/arch1.toml")
+    record_op_weight("gem5", "kvstore", 1.0, "arch8")
     assert op_weight("gem5", "kvstore", "arch2") == (2.0, "measured (1 runs) on arch2")
+    # the same hierarchy and core type first (arch4 is wimpy and shallow like arch8; by
+    # hierarchy alone it would take arch2's and arch8's median, 1.5)
     assert op_weight("gem5", "kvstore", "arch6") == (2.0, "measured (1 runs) on arch2")
-    assert op_weight("gem5", "kvstore", "arch8") == (2.0, "measured (1 runs) on arch2")
+    assert op_weight("gem5", "kvstore", "arch4") == (1.0, "measured (1 runs) on arch8")
+    # then the same hierarchy: wimpy deep arch3 has no like preset but deep arch1
     assert op_weight("gem5", "kvstore", "arch3") == (0.5, "measured (1 runs) on arch1")
-    assert op_weight("gem5", "kvstore", "paper") == (1.25, "measured (2 runs) on arch1, arch2")
-    # a sample that names no preset (recorded before samples named theirs) counts only
-    # where every preset does
+    # paper (a deep host and shallow stacks) is like none: every preset's median
+    assert op_weight("gem5", "kvstore", "paper") == (
+        1.0, "measured (3 runs) on arch1, arch2, arch8")
+    # a figure that names no preset (recorded before figures named theirs) counts only
+    # where every preset's do
     record_op_weight("gem5", "kvstore", 3.5)
     assert op_weight("gem5", "kvstore", "arch3") == (0.5, "measured (1 runs) on arch1")
-    assert op_weight("gem5", "kvstore") == (2.0, "measured (3 runs) on arch1, arch2")
+    assert op_weight("gem5", "kvstore") == (1.5, "measured (4 runs) on arch1, arch2, arch8")
+    # A preset's measured runs replace speeds.toml's figure for it, not add to it.
+    assert op_weight("gem5", "translate", "arch2") == (1.57, "speeds.toml on arch2")
+    record_op_weight("gem5", "translate", 3.0, "arch2")
+    assert op_weight("gem5", "translate", "arch2") == (3.0, "measured (1 runs) on arch2")
+    assert op_weight("gem5", "translate", "arch6") == (3.0, "measured (1 runs) on arch2")
+
+
+def test_a_plan_prices_each_preset_at_its_own_weight(
+        tmp_path: Path, write_spec: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """translate on shallow arch2 and deep arch5 in one campaign: the same ops, each at
+    its preset's weight on the line by ops (speeds.toml's, no runs measured)."""
+    from pimcloud.runs.plan import format_plan, make_plan
+    from pimcloud.runs.spec import load_spec
+    from pimcloud.runs.speeds import op_weight, ops_per_request
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "none.json"))
+    text = write_spec().read_text().replace('topology = "paper"', 'topology = "arch2"')
+    text = text.replace('apps = ["kvstore"]\nmanager = "pimcloud"',
+                        'apps = ["translate"]\nmanager = "none"')
+    text = text.replace('[apps.oltp]', '[apps.translate]\nmax_rps = 500\nqos = "10ms"\n'
+                        '[apps.oltp]')
+    text = text.replace('manager = ["pimcloud", "default"]', 'topology = ["arch2", "arch5"]')
+    (tmp_path / "translate.toml").write_text(text)
+    spec = load_spec(tmp_path / "translate.toml")
+    plan = make_plan(spec, "gem5", 1, {"arch2", "arch5"}, {"apps"})
+    per_request = ops_per_request("gem5", "translate")
+    assert per_request is not None
+    length = spec.length.warmup_s + spec.length.measured_s
+    seen = set()
+    for run in plan.runs:
+        speed = speed_of("gem5", "restore", run.topology)
+        weight = op_weight("gem5", "translate", run.topology)[0]
+        ops = run.scenario.rps_of(run.apps[0]) * length * per_request[0]
+        assert plan.per_run[run.run_id] == pytest.approx(
+            speed.op_overhead_s + speed.per_op * ops * weight)
+        seen.add((run.topology, weight))
+    assert seen == {("arch2", 1.57), ("arch5", 0.57)}
+    assert ("each 1.57x the line's cost on arch2 [speeds.toml on arch2], each 0.57x the "
+            "line's cost on arch5 [speeds.toml on arch1]") in format_plan(plan)

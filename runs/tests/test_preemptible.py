@@ -245,3 +245,21 @@ def test_a_set_up_killed_after_a_progress_checkpoint_resumes_there(
     # The killed attempt's kept work counts in the set-up's CPU time; its progress is spent.
     assert made[0]["cpu_seconds"] >= 7.0
     assert not list((Path(campaign.record["checkpoint_root"]) / "apps").glob(".progress-*"))
+
+
+def test_the_runner_records_a_resumed_runs_speed_with_its_processes(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        set_plan: Callable[[dict[str, list[str]]], None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run made in three gem5 processes (two memory restarts) is recorded with them, so
+    that its speed and weight take gem5's start off three times."""
+    from pimcloud.runs import worker
+
+    recorded: list[tuple[object, ...]] = []
+    monkeypatch.setattr(worker, "record_run_speed", lambda *args: recorded.append(args))
+    set_plan({RUN: ["hog@3", "hog@7", "ok"]})
+    grown = prepare_campaign(write_spec("grown", retries=0, memory="160MiB",
+                                        extra=PREEMPTIBLE), tmp_path / "grown")
+    assert worker.execute_run(grown, grown.run(RUN), log=lambda line: None) == "done"
+    (args,) = recorded
+    assert args[-2] == 10_000 and args[-1] == 3  # its ops, over its three processes
