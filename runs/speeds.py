@@ -32,12 +32,10 @@ its service has never run on.
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import os
 import statistics
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -367,23 +365,6 @@ def record_op_weight(backend: str, service: str, value: float,
                        [round(value, 4)])
 
 
-@functools.lru_cache(maxsize=64)
-def _likeness(topology: str) -> tuple[str, str] | None:
-    """What makes a service's ops cost alike on two presets: their cores' cache
-    hierarchies and core types (``deep``, ``brawny``); None for a topology that cannot
-    be read. A shipped preset's name is read from the presets, whatever the folder."""
-    from pimcloud.topology import TopologyError, load_topology, preset_names
-    from pimcloud.topology.parse import PRESET_DIR
-
-    source = str(PRESET_DIR / f"{topology}.toml") if topology in preset_names() else topology
-    try:
-        clusters = [c for c in load_topology(source).clusters if c.cores]
-    except TopologyError:
-        return None
-    return ("+".join(sorted({c.caches.hierarchy for c in clusters if c.caches})),
-            "+".join(sorted({c.core_type.name for c in clusters if c.core_type})))
-
-
 def _weights_by_preset(backend: str, service: str
                        ) -> dict[str | None, tuple[list[float], str]]:
     """A service's weights by the preset they were measured on (None: not said; samples
@@ -410,32 +391,20 @@ def op_weight(backend: str, service: str, topology: str | None = None
               ) -> tuple[float, str]:
     """How dear a micro-op of ``service`` is to simulate against the line by ops (1: as the
     line says), and where the figure comes from (``measured (2 runs) on arch2``,
-    ``speeds.toml on arch1``). Each figure is ``(host - op_overhead x processes) / (per_op
-    x ops)`` of a run of the service alone against the line before it. The median over
-    the figures of ``topology``'s preset, else of presets alike (the same cache hierarchy
-    and core type, then the same hierarchy), else of every preset, else 1. gem5's host
-    time an op follows the memory system: translate's transducer walks miss in the L1s
-    and, without an L3, go to the stack, so its ops cost 1.15-1.57x the line of oltp,
-    imgdnn and search on shallow presets and 0.57x on deep arch1."""
+    ``speeds.toml on arch1, arch2, ...``). Each figure is ``(host - op_overhead x
+    processes) / (per_op x ops)`` of a run of the service alone against the line before
+    it. The median over the figures of ``topology``'s preset, else over every preset's,
+    else 1. gem5's host time an op follows the memory system and differs by preset:
+    translate's cost 0.57x the line of oltp, imgdnn and search on arch1 and 1.15-1.57x on
+    arch2, 8 and 9, and neither the cache hierarchy nor the memory sorts them (deep arch5's
+    ran at about 1.3x where deep arch1's ran at 0.57x), so a preset without a figure of
+    its own takes the median of them all."""
     found = _weights_by_preset(backend, service)
     if not found:
         return 1.0, "the line's"
     preset = Path(topology).stem if topology else None
-    like = _likeness(topology) if topology else None
-    tiers: list[Callable[[str | None], bool]] = []
-    if preset:
-        tiers.append(lambda name: name == preset)
-    if like is not None:
-        def alike(name: str | None, levels: int) -> bool:
-            other = _likeness(name) if name else None
-            return other is not None and other[:levels] == like[:levels]
-
-        tiers += [lambda name: alike(name, 2), lambda name: alike(name, 1)]
-    tiers.append(lambda name: True)  # the service's every figure, named or not
-    for tier in tiers:
-        chosen = {name: entry for name, entry in found.items() if tier(name)}
-        if chosen:
-            break
+    chosen = ({preset: found[preset]} if preset in found and preset is not None
+              else found)
     values = [value for entry, _ in chosen.values() for value in entry]
     runs = sum(len(entry) for entry, origin in chosen.values() if origin == "measured")
     origins = ([f"measured ({runs} runs)"] if runs else []) + sorted(
