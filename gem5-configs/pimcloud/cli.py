@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -53,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Unix tools do, and keep the
+        # interpreter's last flush of stdout from failing again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
     except (UserError, ValueError, OSError) as error:
         # ValueError covers TopologyError and the other input errors, which name the fix.
         print(f"pimcloud {args.command}: error: {error}", file=sys.stderr)

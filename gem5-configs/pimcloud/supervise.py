@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,8 +113,11 @@ def supervise(command: list[str], *, log: Path, cwd: Path | None = None,
         return _supervised(command, log, cwd, host_time_s, None, env)
 
     def say(line: str) -> None:
+        # In the run's log, and where whoever started it looks: a boot in `study run`
+        # that waits would otherwise show nothing but its "booting" line.
         with log.open("a") as output:
             output.write(f"pimcloud-runs: {line}\n")
+        print(f"pimcloud-runs: {line} [{log}]", file=sys.stderr, flush=True)
 
     with reserved(memory_bytes, say):
         return _supervised(command, log, cwd, host_time_s, memory_bytes, env)

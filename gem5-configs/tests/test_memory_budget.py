@@ -38,7 +38,7 @@ def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_run_waits_for_another_runners_memory_and_goes_on_when_it_ends(
-        ledger: Path, tmp_path: Path) -> None:
+        ledger: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
@@ -58,6 +58,9 @@ def test_a_run_waits_for_another_runners_memory_and_goes_on_when_it_ends(
         assert finished.wait(30), "still waiting after the other run ended"
         thread.join()
         assert "memory free after" in log.read_text()
+        # and says so where its runner looks too, naming the log
+        said = capsys.readouterr().err
+        assert "waiting for memory: this run may use 4GiB" in said and str(log) in said
     finally:
         other.kill()
         other.wait()
