@@ -394,17 +394,16 @@ def op_weight(backend: str, service: str, topology: str | None = None
     ``speeds.toml on arch1, arch2, ...``). Each figure is ``(host - op_overhead x
     processes) / (per_op x ops)`` of a run of the service alone against the line before
     it. The median over the figures of ``topology``'s preset, else over every preset's,
-    else 1. gem5's host time an op follows the memory system and differs by preset:
-    translate's cost 0.57x the line of oltp, imgdnn and search on arch1 and 1.15-1.57x on
-    arch2, 8 and 9, and neither the cache hierarchy nor the memory sorts them (deep arch5's
-    ran at about 1.3x where deep arch1's ran at 0.57x), so a preset without a figure of
-    its own takes the median of them all."""
+    else 1. gem5's host time an op differs by preset: translate's cost 0.57x the line of
+    oltp, imgdnn and search on arch1, 0.97x on arch5 and 1.15-1.57x on arch2, 4, 8 and 9,
+    and neither the cache hierarchy nor the memory sorts them (deep arch5 and arch1 are
+    0.97 and 0.57), so a preset without a figure of its own takes the median of them
+    all."""
     found = _weights_by_preset(backend, service)
     if not found:
         return 1.0, "the line's"
     preset = Path(topology).stem if topology else None
-    chosen = ({preset: found[preset]} if preset in found and preset is not None
-              else found)
+    chosen = {preset: found[preset]} if preset and preset in found else found
     values = [value for entry, _ in chosen.values() for value in entry]
     runs = sum(len(entry) for entry, origin in chosen.values() if origin == "measured")
     origins = ([f"measured ({runs} runs)"] if runs else []) + sorted(
