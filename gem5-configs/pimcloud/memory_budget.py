@@ -11,9 +11,13 @@ its limit: a budget smaller than one run must not stop everything.
 
 The ledger is a folder (``$PIMCLOUD_MEMORY_LEDGER``, else one per user under /tmp), one
 file a reservation, named for its process (pid and start time, so a reused pid is not
-taken for a live reservation) and holding its bytes; the files of ended processes are
-removed by the next reader. The budget is ``$PIMCLOUD_MEMORY_BUDGET`` ("20GiB"), else
-BUDGET_SHARE of the machine's memory.
+taken for a live reservation) and its runner's budget, and holding its bytes; the files
+of ended processes are removed by the next reader. The budget is
+``$PIMCLOUD_MEMORY_BUDGET`` ("20GiB"), else BUDGET_SHARE of the machine's memory. Runners
+started with different budgets are told so, and a run is admitted against the largest
+budget of the live runners and its own: a user who raises the budget for a new runner
+means the machine takes that much, and the runners started before it (which cannot be
+told without losing their work) must not then wait behind the new one's runs for ever.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class Reservation:
     pid: int
     started: str  # the process's start time (/proc/<pid>/stat field 22)
     bytes: int
+    budget: int | None = None  # its runner's budget (None in files written before that)
 
 
 def ledger_dir() -> Path:
@@ -98,10 +103,23 @@ def _live(folder: Path, kind: str) -> list[tuple[Path, int]]:
     return live
 
 
+def _budget_of(path: Path) -> int | None:
+    """The budget a ledger file's runner had: its name's fourth field, where written."""
+    fields = path.name.rsplit(".", 1)[0].split("-")
+    return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+
+
 def live_reservations(folder: Path) -> list[Reservation]:
     """The reservations of running processes; the files of ended ones are removed."""
-    return [Reservation(int(path.name.split("-")[0]), path.name.split("-")[1], held)
+    return [Reservation(int(path.name.split("-")[0]), path.name.split("-")[1], held,
+                        _budget_of(path))
             for path, held in _live(folder, "reserved")]
+
+
+def live_budgets(folder: Path) -> set[int]:
+    """The budgets of the runners whose runs hold or wait for memory now."""
+    return {budget for kind in ("reserved", "waiting") for path, _ in _live(folder, kind)
+            if (budget := _budget_of(path)) is not None}
 
 
 def _ledger(folder: Path) -> Path:
@@ -125,12 +143,12 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _write(folder: Path, kind: str, number: int) -> Path:
-    """A new ``kind`` file of this process holding ``number``: written, then named, so a
-    reader never finds it empty. One process may hold several (a study's cells run from
-    threads)."""
+def _write(folder: Path, kind: str, number: int, budget: int) -> Path:
+    """A new ``kind`` file of this process holding ``number``, its name giving the
+    runner's ``budget``: written, then named, so a reader never finds it empty. One
+    process may hold several (a study's cells run from threads)."""
     pid = os.getpid()
-    path = folder / f"{pid}-{process_start(pid)}-{uuid.uuid4().hex[:8]}.{kind}"
+    path = folder / f"{pid}-{process_start(pid)}-{uuid.uuid4().hex[:8]}-{budget}.{kind}"
     partial = folder / f".{path.name}.partial"
     partial.write_text(f"{number}\n")
     os.replace(partial, path)
@@ -143,8 +161,9 @@ def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = No
     live) and no run waits ahead of this one: runs wait in turn of ``arrival`` (ns since
     the epoch; default: its ticket's, or now), so a large one is not passed over for ever
     by smaller ones that keep fitting. ``ticket`` holds its place while it waits, made at
-    its first try that did not fit. The reservation (None if not made), the ticket (None
-    once reserved) and the bytes held by others."""
+    its first try that did not fit. ``budget`` is this runner's; the run is admitted
+    against the largest of it and the live runners'. The reservation (None if not made),
+    the ticket (None once reserved) and the bytes held by others."""
     _ledger(folder)
     with _locked(folder):
         held = sum(r.bytes for r in live_reservations(folder))
@@ -152,12 +171,14 @@ def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = No
         mine = arrival if arrival is not None else next(
             (arrived for path, arrived in queue if path == ticket), time.time_ns())
         first = all(path == ticket or arrived > mine for path, arrived in queue)
-        if first and (not held or held + wanted <= budget):
+        admitted = max({budget} | live_budgets(folder))
+        if first and (not held or held + wanted <= admitted):
             if ticket is not None:
                 ticket.unlink(missing_ok=True)
-            return _write(folder, "reserved", wanted), None, held
+            return _write(folder, "reserved", wanted, budget), None, held
         if ticket is None or not any(path == ticket for path, _ in queue):
-            ticket = _write(folder, "waiting", mine)  # a first try, or swept meanwhile
+            # a first try, or swept meanwhile
+            ticket = _write(folder, "waiting", mine, budget)
         return None, ticket, held
 
 
@@ -187,6 +208,13 @@ def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> It
     arrival = getattr(_turn, "arrival", None) or time.time_ns()
     waited = None
     ticket = path = None
+    others = live_budgets(_ledger(folder)) - {budget}
+    if others:
+        say(f"runners of this machine disagree on {BUDGET_ENV}: this one has "
+            f"{budget / 2**30:.1f} GiB, others "
+            + ", ".join(f"{other / 2**30:.1f} GiB" for other in sorted(others))
+            + f"; a run is admitted against the largest, "
+            f"{max(others | {budget}) / 2**30:.1f} GiB. Give every runner one budget.")
     try:
         while True:
             path, ticket, held = try_reserve(folder, wanted, budget, ticket, arrival)
@@ -194,9 +222,10 @@ def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> It
                 break
             if waited is None:
                 waited = time.monotonic()
+                admitted = max({budget} | live_budgets(folder))
                 say(f"waiting for memory: this run may use {format_size(wanted)}, runs of "
-                    f"this machine hold {held / 2**30:.1f} GiB of its {budget / 2**30:.1f} "
-                    f"GiB budget ({BUDGET_ENV}; ledger {folder})")
+                    f"this machine hold {held / 2**30:.1f} GiB of its "
+                    f"{admitted / 2**30:.1f} GiB budget ({BUDGET_ENV}; ledger {folder})")
             time.sleep(WAIT_POLL_S)
         if waited is not None:
             say(f"memory free after {time.monotonic() - waited:.0f} s of waiting: starting")

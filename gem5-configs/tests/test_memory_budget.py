@@ -114,6 +114,45 @@ def test_an_attempt_keeps_its_place_between_its_simulators(ledger: Path) -> None
     later_ticket.unlink()
 
 
+def test_runners_with_different_budgets_are_told_and_the_largest_admits(
+        ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner started with 20 GiB beside one of 10 GiB (two `study run`s): the older
+    one's next run is admitted against 20 GiB, not held behind the newer one's 8 GiB,
+    and each is told that they disagree (a run waited 20 minutes for this)."""
+    other = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, BUDGET_ENV: "20GiB"})
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        assert [r.budget for r in live_reservations(ledger)] == [20 * GIB]
+        said: list[str] = []
+        with reserved(4 * GIB, said.append):  # 8 + 4 pass this runner's 10 GiB, not 20
+            assert sum(r.bytes for r in live_reservations(ledger)) == 12 * GIB
+        assert len(said) == 1 and "disagree on PIMCLOUD_MEMORY_BUDGET" in said[0]
+        assert "this one has 10.0 GiB, others 20.0 GiB" in said[0]
+        # The same budget: nothing to say.
+        monkeypatch.setenv(BUDGET_ENV, "20GiB")
+        said.clear()
+        with reserved(4 * GIB, said.append):
+            pass
+        assert said == []
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_reservation_written_before_budgets_were_named_still_counts(ledger: Path) -> None:
+    ledger.mkdir(mode=0o700)
+    old = ledger / f"{os.getpid()}-{memory_budget.process_start(os.getpid())}-cccccccc.reserved"
+    old.write_text(f"{8 * GIB}\n")
+    assert live_reservations(ledger) == [memory_budget.Reservation(
+        os.getpid(), str(memory_budget.process_start(os.getpid())), 8 * GIB, None)]
+    path, ticket, held = try_reserve(ledger, 4 * GIB, budget_bytes())  # 12 > 10
+    assert path is None and ticket is not None and held == 8 * GIB
+    ticket.unlink()
+    old.unlink()
+
+
 def test_a_ledger_others_may_write_to_is_refused(ledger: Path) -> None:
     ledger.mkdir(mode=0o777)
     ledger.chmod(0o777)
