@@ -100,6 +100,11 @@ class CampaignDir:
     def lock_path(self, run_id: str) -> Path:
         return self.state / f"{run_id}.lock"
 
+    def memory_waiter(self, run_id: str) -> str:
+        """The name a run's simulators wait for memory under (memory_budget's
+        in_turn_from_now): its worker's and its status's, whatever path each came by."""
+        return str(self.lock_path(run_id).resolve())
+
     @contextmanager
     def claim(self, run_id: str) -> Iterator[bool]:
         """Hold the run's lock while making it; yields False when another process has it."""

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pimcloud.memory_budget import waiting_for_memory
+
 from .campaign import Campaign
 from .layout import FAILURE_RECORD, RUN_RECORD
 from .progress import RunProgress
@@ -40,6 +42,7 @@ class RunState:
     saved_fraction: float = 0.0
     saved_at: float | None = None
     saved_host_s: float = 0.0  # CPU seconds its saved segments took
+    waiting_for_memory: bool = False  # running, its simulator waiting for the budget
 
 
 @dataclass
@@ -106,8 +109,10 @@ def campaign_status(campaign: Campaign, *,
         holder = folder.running(run.run_id)
         saved = _saved(campaign, run)
         if holder is not None:
+            waiting = waiting_for_memory(folder.memory_waiter(run.run_id))
             states.append(RunState(run.run_id, "running", len(failed), cause,
-                                   since=holder.get("since"), **saved))
+                                   since=holder.get("since"), waiting_for_memory=waiting,
+                                   **saved))
         elif len(failed) >= campaign.max_attempts:
             states.append(RunState(run.run_id, "failed", len(failed), cause))
         else:
@@ -168,7 +173,10 @@ def summary_line(status: CampaignStatus) -> str:
     c = status.counts
     total = len(status.runs)
     eta = "" if status.finished else f", ETA {format_seconds(status.eta_s)}"
-    return (f"{c['done']}/{total} done, {c['running']} running, {c['failed']} failed, "
+    waiting = sum(1 for run in status.runs if run.waiting_for_memory)
+    running = f"{c['running']} running" + (f" ({waiting} waiting for memory)" if waiting
+                                            else "")
+    return (f"{c['done']}/{total} done, {running}, {c['failed']} failed, "
             f"{c['pending']} pending{eta}")
 
 
@@ -179,6 +187,7 @@ def plain_lines(status: CampaignStatus) -> list[str]:
             note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
         elif run.state == "running":
             note = f"for {format_seconds(time.time() - (run.since or time.time()))}"
+            note += ", its simulator waiting for memory" if run.waiting_for_memory else ""
         else:
             note = f"{run.attempts} failed attempt(s), last: {run.cause}" if run.attempts else ""
         lines.append(f"  {run.state:8} {run.run_id}  {note}".rstrip())
@@ -196,6 +205,7 @@ def rich_table(status: CampaignStatus, title: str) -> Any:
         note = run.cause
         if run.state == "running" and run.since:
             note = f"for {format_seconds(time.time() - run.since)}"
+            note += ", its simulator waiting for memory" if run.waiting_for_memory else ""
         elif run.state == "done":
             note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
         table.add_row(f"[{colours[run.state]}]{run.state}[/]", run.run_id,

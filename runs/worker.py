@@ -102,7 +102,8 @@ def execute_run(campaign: Campaign, run: Run, log: Log = print) -> str:
             gem5_sha256 = gem5_binary_sha256(campaign)
             log(f"{run.run_id}: attempt {attempt} of {campaign.max_attempts} ({backend.name})")
             try:
-                with in_turn_from_now():  # its gem5s keep the attempt's place for memory
+                # its gem5s keep the attempt's place for memory; status sees them wait
+                with in_turn_from_now(folder.memory_waiter(run.run_id)):
                     outcome = backend.attempt(run, staging)
             except Exception as error:  # a bug or a broken input must not stop other runs
                 outcome = Outcome(False, "runner-error", f"{error}\n{traceback.format_exc()}",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import stat
 import threading
@@ -39,6 +40,9 @@ LEDGER_ENV = "PIMCLOUD_MEMORY_LEDGER"
 BUDGET_ENV = "PIMCLOUD_MEMORY_BUDGET"
 BUDGET_SHARE = 0.9  # of MemTotal: the rest for the kernel, the runners and the shell
 WAIT_POLL_S = 5.0
+
+
+_turn = threading.local()  # in_turn_from_now's arrival and waiter, per thread
 
 
 class BudgetError(ValueError):
@@ -143,12 +147,21 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _tag(waiter: str) -> str:
+    """A ledger file's short name for what waits (a run's lock path): no slashes."""
+    return hashlib.sha1(waiter.encode()).hexdigest()[:12]
+
+
 def _write(folder: Path, kind: str, number: int, budget: int) -> Path:
     """A new ``kind`` file of this process holding ``number``, its name giving the
-    runner's ``budget``: written, then named, so a reader never finds it empty. One
-    process may hold several (a study's cells run from threads)."""
+    runner's ``budget`` and what waits (in_turn_from_now's ``waiter``): written, then
+    named, so a reader never finds it empty. One process may hold several (a study's
+    cells run from threads)."""
     pid = os.getpid()
-    path = folder / f"{pid}-{process_start(pid)}-{uuid.uuid4().hex[:8]}-{budget}.{kind}"
+    waiter = getattr(_turn, "waiter", None)
+    tag = f"-{_tag(waiter)}" if waiter else ""
+    path = folder / (f"{pid}-{process_start(pid)}-{uuid.uuid4().hex[:8]}-{budget}{tag}"
+                     f".{kind}")
     partial = folder / f".{path.name}.partial"
     partial.write_text(f"{number}\n")
     os.replace(partial, path)
@@ -182,19 +195,28 @@ def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = No
         return None, ticket, held
 
 
-_turn = threading.local()
-
-
 @contextlib.contextmanager
-def in_turn_from_now() -> Iterator[None]:
+def in_turn_from_now(waiter: str | None = None) -> Iterator[None]:
     """The reservations this thread makes in the body wait in turn from now: a run's
     attempt keeps its place between its simulators (app checkpoint set-up, run, memory
-    restarts) instead of going behind runs that came while one of them ran."""
-    _turn.arrival = time.time_ns()
+    restarts) instead of going behind runs that came while one of them ran. ``waiter``
+    names what waits (a run's lock path) for ``waiting_for_memory``."""
+    _turn.arrival, _turn.waiter = time.time_ns(), waiter
     try:
         yield
     finally:
-        del _turn.arrival
+        del _turn.arrival, _turn.waiter
+
+
+def waiting_for_memory(waiter: str) -> bool:
+    """Whether a simulator of ``waiter`` (in_turn_from_now's) waits for memory now: a
+    campaign's status tells such a run from one whose simulator runs."""
+    folder = ledger_dir()
+    if not folder.is_dir():
+        return False
+    tag = _tag(waiter)
+    return any(path.name.rsplit(".", 1)[0].split("-")[4:5] == [tag]
+               for path, _ in _live(folder, "waiting"))
 
 
 @contextlib.contextmanager

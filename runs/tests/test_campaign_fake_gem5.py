@@ -402,3 +402,50 @@ def test_an_image_a_campaign_pins_is_kept_by_the_next_builds(
     _note_use(newest)
     _prune_images(cache, newest)
     assert pinned.is_file() and not keyed_image(cache, f"{0:016x}").exists()
+
+
+def test_status_tells_a_run_whose_gem5_waits_for_memory(
+        fake_gem5: Path, write_spec: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose worker holds it while its gem5 waits for the machine's memory budget is
+    "running" with a note, not a run whose gem5 runs (a cell showed "running" for 20
+    minutes while its boot waited)."""
+    import threading
+
+    from pimcloud.memory_budget import BUDGET_ENV
+    from pimcloud.runs.status import plain_lines, summary_line
+
+    campaign = prepare_campaign(write_spec(), tmp_path / "out")
+    first, second = (next(r for r in campaign.runs() if r.run_id == run_id)
+                     for run_id in RUN_IDS[:2])
+    assert execute_run(campaign, first, lambda _line: None) == "done"  # and the boot
+    monkeypatch.setenv(BUDGET_ENV, "3GiB")  # another runner's 2 GiB and a run's 2 GiB pass it
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom pimcloud.memory_budget import reserved\n"
+         "with reserved(2 * 2**30):\n    print('held', flush=True)\n    sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        worker = threading.Thread(target=execute_run, args=(campaign, second, lambda _l: None))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while True:
+            status = campaign_status(campaign)
+            state = next(s for s in status.runs if s.run_id == RUN_IDS[1])
+            if state.waiting_for_memory or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert state.state == "running" and state.waiting_for_memory
+        assert "1 running (1 waiting for memory)" in summary_line(status)
+        assert any(RUN_IDS[1] in line and "waiting for memory" in line
+                   for line in plain_lines(status))
+        assert holder.stdin is not None
+        holder.stdin.close()
+        worker.join(60)
+        assert not worker.is_alive()
+    finally:
+        holder.kill()
+        holder.wait()
+    done = campaign_status(campaign)
+    assert not any(s.waiting_for_memory for s in done.runs)
+    assert "waiting" not in summary_line(done)
