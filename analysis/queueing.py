@@ -120,6 +120,12 @@ class MGk:
                                  "sampled request's release less its scheduled arrival")
             late = measured[rng.integers(0, len(measured), self.requests)]
         object.__setattr__(self, "_late", late)
+        # What every load shares, ready for sojourn_ns's loop: arrivals at 1 request a
+        # second, and each request's lateness, hand-over, service and serial time.
+        object.__setattr__(self, "_unit_arrivals",
+                           np.cumsum(self._gaps))  # type: ignore[attr-defined]
+        object.__setattr__(self, "_draws", tuple(column.tolist() for column in (
+            late, self._handover, self._services, self._serial)))  # type: ignore[attr-defined]
 
     @property
     def mean_service_ns(self) -> float:
@@ -141,32 +147,36 @@ class MGk:
         """Each request's sojourn (queue + service) at ``rps``, warm-up dropped."""
         if rps <= 0:
             raise ValueError(f"rps = {rps}: the load must be positive")
-        arrivals = np.cumsum(self._gaps) * (1e9 / rps)  # type: ignore[attr-defined]
-        services = self._services  # type: ignore[attr-defined]
-        serial = self._serial  # type: ignore[attr-defined]
-        handover = self._handover  # type: ignore[attr-defined]
-        late = self._late  # type: ignore[attr-defined]
+        arrivals = (self._unit_arrivals * (1e9 / rps)).tolist()  # type: ignore[attr-defined]
+        # The loop is sequential (each start depends on the servers' state), so it runs on
+        # Python floats, not numpy scalars: a report makes thousands of these curves.
+        columns = (arrivals, *self._draws)  # type: ignore[attr-defined]
         free = [0.0] * self.servers  # when each server is next free (a min-heap)
         section_free = 0.0  # when the serial section is next free
-        out = np.empty(self.requests)
+        out = []
+        append, heapreplace = out.append, heapq.heapreplace
         overhead, generator = self.overhead_ns, self.generator_ns
         released = -np.inf  # when the generator handed over the previous request
-        for index in range(self.requests):
-            arrival = arrivals[index]
+        for arrival, late, handover, service, serial in zip(*columns, strict=True):
             # Late by its own wake-up (measured) or by its CPU for those before it.
-            released = max(arrival + late[index], released + generator)
+            # (max() spelt out: the builtin's call is most of this loop's time)
+            due, after = arrival + late, released + generator
+            released = due if due >= after else after
             if overhead > 0:  # the harness's share of the cores, ahead of the request
-                heapq.heapreplace(free, max(released, free[0]) + overhead)
+                first = free[0]
+                heapreplace(free, (released if released >= first else first) + overhead)
             # Workers start requests in arrival order, so they reach the section in it too.
             # An idle worker is woken (its hand-over); a busy one takes it from the queue.
-            start = released + handover[index] if free[0] <= released else free[0]
-            if serial[index] > 0:
-                start = max(start, section_free)
-                section_free = start + serial[index]
-            end = start + services[index]
-            heapq.heapreplace(free, end)
-            out[index] = end - arrival
-        return out[int(self.requests * DEFAULT_WARMUP):]
+            first = free[0]
+            start = released + handover if first <= released else first
+            if serial > 0:
+                if section_free > start:
+                    start = section_free
+                section_free = start + serial
+            end = start + service
+            heapreplace(free, end)
+            append(end - arrival)
+        return np.array(out[int(self.requests * DEFAULT_WARMUP):])
 
     def p99_ns(self, rps: float) -> float:
         return float(np.percentile(self.sojourn_ns(rps), PERCENTILE))
