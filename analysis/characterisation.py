@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -421,13 +424,29 @@ def knee_qos_ns(folder: Path, cell: Cell) -> float:
 
 # ----------------------------------------------------------------------------- tables
 
-def curves(results: list[CellResult]) -> pd.DataFrame:
-    """The model's p99 at each utilisation of ``CURVE_UTILISATIONS``, per cell."""
+# Fewer cells are drawn in this process: a new one's start (its imports) costs about what a
+# curve does.
+PARALLEL_FROM = 4
+
+
+def _curve(queue: MGk) -> list[tuple[float, float]]:
+    return queue.curve(CURVE_UTILISATIONS)
+
+
+def curves(results: list[CellResult], jobs: int | None = None) -> pd.DataFrame:
+    """The model's p99 at each utilisation of ``CURVE_UTILISATIONS``, per cell; the
+    cells' curves in ``jobs`` processes (default: one a core), most of a report's time."""
     rows = []
-    for result in results:
-        queue = result.queue
-        for utilisation, (rps, p99) in zip(CURVE_UTILISATIONS,
-                                           queue.curve(CURVE_UTILISATIONS), strict=True):
+    jobs = min(jobs or len(os.sched_getaffinity(0)), len(results))
+    queues = [result.queue for result in results]
+    if jobs > 1 and len(results) >= PARALLEL_FROM:
+        # spawn, not fork: the caller may hold threads (a live display, a test's runner)
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            points = list(pool.map(_curve, queues))
+    else:
+        points = [_curve(queue) for queue in queues]
+    for result, curve in zip(results, points, strict=True):
+        for utilisation, (rps, p99) in zip(CURVE_UTILISATIONS, curve, strict=True):
             rows.append({"arch": result.cell.preset, "app": result.cell.service,
                          "utilisation": float(utilisation), "rps": rps, "p99_ns": p99,
                          "carried": result.carried})

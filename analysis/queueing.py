@@ -52,7 +52,7 @@ load (shared caches, memory bandwidth, the OS).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -126,6 +126,16 @@ class MGk:
                            np.cumsum(self._gaps))  # type: ignore[attr-defined]
         object.__setattr__(self, "_draws", tuple(column.tolist() for column in (
             late, self._handover, self._services, self._serial)))  # type: ignore[attr-defined]
+
+    def __getstate__(self) -> dict[str, object]:
+        # Its fields only: the draws are remade from the seed (a report hands cells to
+        # other processes, and the draws are 100,000 numbers each).
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     @property
     def mean_service_ns(self) -> float:

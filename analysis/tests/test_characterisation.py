@@ -699,3 +699,19 @@ def test_lower_latency_holds_only_when_most_pairs_gain() -> None:
     most = latency({"arch1": 100, "arch5": 120, "arch2": 100, "arch6": 110,
                     "arch3": 100, "arch7": 95})
     assert most["verdict"] == "holds" and "higher in 2" in most["numbers"]
+
+
+def test_curves_drawn_in_other_processes_are_the_same_curves() -> None:
+    """A report draws its cells' curves in a process a core; a cell's curve is its own
+    common random numbers, whichever process draws it."""
+    from pimcloud.analysis.characterisation import PARALLEL_FROM, curves
+
+    study = load_study("characterisation-gem5")
+    cells = [c for c in study.cells() if c.service == "kvstore"][:PARALLEL_FROM]
+    rng = np.random.default_rng(5)
+    results = [CellResult(cell, rng.lognormal(np.log(10e3), 0.3, 200), pd.DataFrame(), 1.0,
+                          Path("."), overhead_ns=2e3) for cell in cells]
+    here = curves(results, jobs=1)
+    there = curves(results, jobs=2)
+    assert len(here) == PARALLEL_FROM * 86
+    pd.testing.assert_frame_equal(here, there, check_exact=True)
