@@ -516,7 +516,7 @@ def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path
     # there); arch6, where it has not run, takes the median of every preset's weight
     weights = {}
     for preset, source in (("arch2", "arch2"), ("arch5", "arch5"),
-                           ("arch6", "arch1, arch2, arch4, arch5, arch8, arch9")):
+                           ("arch6", "arch1, arch2, arch3, arch4, arch5, arch8, arch9")):
         found = re.search(r"M guest ops a request \[speeds.toml\] x ([0-9.]+) "
                           rf"\[speeds.toml on {source}\]", lines[f"{preset}-translate"])
         assert found, lines[f"{preset}-translate"]
