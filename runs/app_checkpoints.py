@@ -211,7 +211,8 @@ class AppCheckpoints:
         shutil.move(str(staging / "setup"), building / "setup")
         (building / "setup.tar").write_bytes(load_scenario(building / "setup").payload)
         boot_s = float(boot_meta.get("simulated_seconds") or 0.0)
-        start, progress_args, earlier_cpu = self.boots.folder(boot_key) / "ckpt", [], 0.0
+        start, progress_args = self.boots.folder(boot_key) / "ckpt", []
+        earlier_cpu = earlier_host = 0.0
         every = run.spec.gem5.progress_every_s
         progress = RunProgress(self.progress_folder(folder)) if every else None
         if progress is not None:
@@ -219,8 +220,9 @@ class AppCheckpoints:
             resumed = progress.latest()
             if resumed is not None:
                 start = resumed[0]
-                earlier_cpu = sum(info.get("cpu_seconds", info["host_seconds"])
-                                  for info in progress.segments(resumed[1]))
+                kept = progress.segments(resumed[1])
+                earlier_cpu = sum(info.get("cpu_seconds", info["host_seconds"]) for info in kept)
+                earlier_host = sum(info["host_seconds"] for info in kept)
                 log(f"app checkpoint: resuming the set-up from its progress checkpoint at "
                     f"tick {resumed[1]} ({earlier_cpu:.0f} CPU s kept)")
             progress_args = ["--progress-dir", str(progress.folder),
@@ -257,8 +259,8 @@ class AppCheckpoints:
                 "boot_key": boot_key.key, "setup_sha256": setup_sha, "tick": tick,
                 "simulated_seconds": tick / 1e12,
                 "setup_simulated_seconds": tick / 1e12 - boot_s,
-                "host_seconds": round(done.host_seconds, 1),
                 # with the set-up's earlier attempts' work up to their last progress
+                "host_seconds": round(done.host_seconds + earlier_host, 1),
                 "cpu_seconds": round(done.cpu_seconds + earlier_cpu, 1),
                 "resumed_cpu_seconds": round(earlier_cpu, 1),  # of the earlier attempts
                 "peak_rss_bytes": done.peak_rss_bytes, "command": command,
