@@ -180,14 +180,18 @@ def summary_line(status: CampaignStatus) -> str:
             f"{c['pending']} pending{eta}")
 
 
+def _running_note(run: RunState) -> str:
+    note = f"for {format_seconds(time.time() - (run.since or time.time()))}"
+    return note + (", its simulator waiting for memory" if run.waiting_for_memory else "")
+
+
 def plain_lines(status: CampaignStatus) -> list[str]:
     lines = [summary_line(status)]
     for run in status.runs:
         if run.state == "done":
             note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
         elif run.state == "running":
-            note = f"for {format_seconds(time.time() - (run.since or time.time()))}"
-            note += ", its simulator waiting for memory" if run.waiting_for_memory else ""
+            note = _running_note(run)
         else:
             note = f"{run.attempts} failed attempt(s), last: {run.cause}" if run.attempts else ""
         lines.append(f"  {run.state:8} {run.run_id}  {note}".rstrip())
@@ -204,8 +208,7 @@ def rich_table(status: CampaignStatus, title: str) -> Any:
     for run in status.runs:
         note = run.cause
         if run.state == "running" and run.since:
-            note = f"for {format_seconds(time.time() - run.since)}"
-            note += ", its simulator waiting for memory" if run.waiting_for_memory else ""
+            note = _running_note(run)
         elif run.state == "done":
             note = f"{format_seconds(run.host_seconds or 0)} ({run.cause})"
         table.add_row(f"[{colours[run.state]}]{run.state}[/]", run.run_id,

@@ -107,15 +107,26 @@ def _live(folder: Path, kind: str) -> list[tuple[Path, int]]:
     return live
 
 
+def _name_fields(path: Path) -> list[str]:
+    """A ledger file's name: pid, start time, a unique part, its runner's budget (files
+    written since budgets are named) and what waits (in_turn_from_now's, when given)."""
+    return path.name.rsplit(".", 1)[0].split("-")
+
+
 def _budget_of(path: Path) -> int | None:
-    """The budget a ledger file's runner had: its name's fourth field, where written."""
-    fields = path.name.rsplit(".", 1)[0].split("-")
+    """The budget a ledger file's runner had, where its name gives it."""
+    fields = _name_fields(path)
     return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+
+
+def _admitted(folder: Path, budget: int) -> int:
+    """The budget a run is admitted against: the largest of its own and the live runners'."""
+    return max({budget} | live_budgets(folder))
 
 
 def live_reservations(folder: Path) -> list[Reservation]:
     """The reservations of running processes; the files of ended ones are removed."""
-    return [Reservation(int(path.name.split("-")[0]), path.name.split("-")[1], held,
+    return [Reservation(int(_name_fields(path)[0]), _name_fields(path)[1], held,
                         _budget_of(path))
             for path, held in _live(folder, "reserved")]
 
@@ -184,8 +195,7 @@ def try_reserve(folder: Path, wanted: int, budget: int, ticket: Path | None = No
         mine = arrival if arrival is not None else next(
             (arrived for path, arrived in queue if path == ticket), time.time_ns())
         first = all(path == ticket or arrived > mine for path, arrived in queue)
-        admitted = max({budget} | live_budgets(folder))
-        if first and (not held or held + wanted <= admitted):
+        if first and (not held or held + wanted <= _admitted(folder, budget)):
             if ticket is not None:
                 ticket.unlink(missing_ok=True)
             return _write(folder, "reserved", wanted, budget), None, held
@@ -215,7 +225,7 @@ def waiting_for_memory(waiter: str) -> bool:
     if not folder.is_dir():
         return False
     tag = _tag(waiter)
-    return any(path.name.rsplit(".", 1)[0].split("-")[4:5] == [tag]
+    return any(_name_fields(path)[4:5] == [tag]
                for path, _ in _live(folder, "waiting"))
 
 
@@ -244,10 +254,9 @@ def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> It
                 break
             if waited is None:
                 waited = time.monotonic()
-                admitted = max({budget} | live_budgets(folder))
                 say(f"waiting for memory: this run may use {format_size(wanted)}, runs of "
                     f"this machine hold {held / 2**30:.1f} GiB of its "
-                    f"{admitted / 2**30:.1f} GiB budget ({BUDGET_ENV}; ledger {folder})")
+                    f"{_admitted(folder, budget) / 2**30:.1f} GiB budget ({BUDGET_ENV}; ledger {folder})")
             time.sleep(WAIT_POLL_S)
         if waited is not None:
             say(f"memory free after {time.monotonic() - waited:.0f} s of waiting: starting")
