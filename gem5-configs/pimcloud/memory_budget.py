@@ -254,9 +254,10 @@ def reserved(wanted: int, say: Callable[[str], None] = lambda _line: None) -> It
                 break
             if waited is None:
                 waited = time.monotonic()
+                admitted = _admitted(folder, budget)
                 say(f"waiting for memory: this run may use {format_size(wanted)}, runs of "
                     f"this machine hold {held / 2**30:.1f} GiB of its "
-                    f"{_admitted(folder, budget) / 2**30:.1f} GiB budget ({BUDGET_ENV}; ledger {folder})")
+                    f"{admitted / 2**30:.1f} GiB budget ({BUDGET_ENV}; ledger {folder})")
             time.sleep(WAIT_POLL_S)
         if waited is not None:
             say(f"memory free after {time.monotonic() - waited:.0f} s of waiting: starting")
