@@ -96,7 +96,7 @@ def _live(folder: Path, kind: str) -> list[tuple[Path, int]]:
     number; the files of ended processes are removed, whatever they hold."""
     live = []
     for entry in folder.glob(f"*.{kind}"):
-        pid_text, started, *_ = [*entry.name.split("-", 2), ""]
+        pid_text, started, *_ = [*_name_fields(entry), ""]
         if not pid_text.isdigit() or process_start(int(pid_text)) != started:
             entry.unlink(missing_ok=True)
             continue
