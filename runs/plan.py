@@ -20,8 +20,8 @@ from pathlib import Path
 from pimcloud.workloads.services import SERVICES
 
 from .layout import default_checkpoint_root
-from .spec import CampaignSpec, Run
-from .speeds import Speed, op_weight, ops_per_request, setup_instruction_rate, speed_of
+from .spec import AppSpec, CampaignSpec, Run
+from .speeds import ServiceOps, Speed, op_weight, service_ops, setup_instruction_rate, speed_of
 from .status import format_seconds
 
 BOOT_SIMULATED_S = 1.0  # a Linux boot to the checkpoint, simulated seconds (measured 0.97)
@@ -71,18 +71,31 @@ def guest_work_estimate(run: Run, length_s: float,
     return work
 
 
+def workers_starting(run: Run, app: AppSpec) -> int:
+    """The workers of ``app`` that serve their first request in the run: all of them, less
+    those its prewarm requests started before the app checkpoint."""
+    return max(0, (app.threads or run.scenario.threads) - app.prewarm)
+
+
+def describe_ops(model: ServiceOps, origin: str | None = None) -> str:
+    """``6.77 M a request + 56.6 M a worker's start [origin]``: a service's guest ops for a
+    plan's line."""
+    start = f" + {model.per_worker / 1e6:.3g} M a worker's start" if model.per_worker else ""
+    return f"{model.per_request / 1e6:.3g} M a request{start} [{origin or model.source}]"
+
+
 def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
     """The micro-ops a run's services should take the guest's cores, each counted at its
     service's weight (speeds.op_weight: how dear its ops are against the line by ops):
-    each app's requests times its ops a request (speeds.ops_per_request: the same on every
-    preset) at its weight on the run's preset. None when an app has no figure (the plan
-    then prices the run by its work)."""
+    each app's requests times its ops a request and its starting workers times their
+    start's (speeds.service_ops: the same on every preset) at its weight on the run's
+    preset. None when an app has no figure (the plan then prices the run by its work)."""
     ops = 0.0
     for app in run.apps:
-        figure = ops_per_request(backend, app.name)
-        if figure is None:
+        model = service_ops(backend, app.name)
+        if model is None:
             return None
-        ops += (run.scenario.rps_of(app) * length_s * figure[0]
+        ops += (model.of(run.scenario.rps_of(app) * length_s, workers_starting(run, app))
                 * op_weight(backend, app.name, run.topology)[0])
     return ops
 
@@ -366,15 +379,15 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"{label}{speed.overhead_s:g} s + {speed.host_per_sim:g} x{busy}  "
                      f"[{speed.source}]")
     for name in sorted(plan.ops_priced_apps):
-        figure = ops_per_request(plan.backend, name)
+        model = service_ops(plan.backend, name)
         weights = {Path(topology).stem: op_weight(plan.backend, name, topology)
                    for app, topology in plan.ops_priced if app == name}
         dearer = "".join(f", each {weight[0]:.3g}x the line's cost"
                          + (f" on {preset}" if len(weights) > 1 else "") + f" [{weight[1]}]"
                          for preset, weight in sorted(weights.items())
-                         if figure and weight[0] != 1.0)
-        lines.append(f"  guest ops a request of {name} (its runs on the lines by guest ops): "
-                     + (f"{figure[0] / 1e6:.3g} M [{figure[1]}]{dearer}" if figure
+                         if model and weight[0] != 1.0)
+        lines.append(f"  guest ops of {name} (its runs on the lines by guest ops): "
+                     + (f"{describe_ops(model)}{dearer}" if model
                         else "none measured, so those runs are priced by the other line"))
     return "\n".join(lines)
 

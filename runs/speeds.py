@@ -25,8 +25,12 @@ ops of oltp (its workers wait on SQLite's writer) and 2.4 G of imgdnn, while gem
 host seconds a guest op were 2.4-3.9 us a thousand over all 14 runs of oltp, imgdnn and
 search on arch2, 3, 5, 6 and 7. A request's ops are the same on every preset (the same
 x86 code; oltp 1.24-1.31 M, imgdnn 1.71-1.72 M, search 0.83-0.84 M), so the runner keeps
-them per service (``gem5/ops/SERVICE``, :func:`ops_per_request`) and a plan prices a run
-its service has never run on.
+them per service (``gem5/ops/SERVICE``, :func:`service_ops`) and a plan prices a run
+its service has never run on. A worker's first requests can cost more than the rest (a
+translate worker's forked Apertium pipeline: about 57 M ops, eight requests' worth, so
+translate ran 7.4 M ops a request with 4 workers and 9.0 M with 16 over 402 requests):
+a service's ops in a run are ``requests x per_request + workers x per_worker``, fitted
+where its runs had different numbers of workers.
 """
 
 from __future__ import annotations
@@ -294,7 +298,8 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
                          topology)
     requests = requests_generated(run_dir) if ops else {}
     if ops and alone and requests.get(alone):
-        record_ops_per_request(backend, alone, ops / requests[alone])
+        record_service_ops(backend, alone, ops, requests[alone],
+                           workers_started(run_dir).get(alone, 0))
     # The lines are of runs made in one gem5 process: a resumed run's later starts are
     # taken off its sample.
     record_speed(backend, phase, topology, simulated_s,
@@ -336,23 +341,77 @@ def _append_sample(key: str, sample: list[float]) -> None:
         atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def record_ops_per_request(backend: str, service: str, value: float) -> None:
-    """Add one run's micro-ops a request of ``service`` (a run of that service alone)."""
-    if value > 0:
-        _append_sample(f"{backend}/ops/{service}", [float(value)])
+@dataclass(frozen=True)
+class ServiceOps:
+    """The micro-ops a service takes the guest's cores in a run: ``per_request`` for each
+    request it serves and ``per_worker`` once for each worker that starts serving in the
+    run (its first requests' extra work), with where the figures come from."""
+
+    per_request: float
+    per_worker: float
+    source: str
+
+    def of(self, requests: float, workers: int) -> float:
+        return requests * self.per_request + workers * self.per_worker
+
+
+def record_service_ops(backend: str, service: str, ops: float, requests: int,
+                       workers: int = 0) -> None:
+    """Add one run's micro-ops of ``service`` (a run of that service alone): ``ops`` over
+    ``requests``, with ``workers`` started in the run (:func:`workers_started`). A sample
+    is ``[ops a request, requests, workers]``; older samples hold the first alone."""
+    if ops > 0 and requests > 0:
+        _append_sample(f"{backend}/ops/{service}",
+                       [float(ops) / requests, int(requests), int(workers)])
+
+
+def fit_service_ops(samples: list[list[float]]) -> tuple[float, float] | None:
+    """(per_request, per_worker) by least squares through ``ops = requests x per_request +
+    workers x per_worker`` over samples ``[ops a request, requests, workers]``; None
+    without three samples over two worker counts, or where the fit is not positive."""
+    full = [s for s in samples if len(s) >= 3 and s[1] > 0]
+    if len(full) < 3 or len({s[2] for s in full}) < 2:
+        return None
+    rr = sum(s[1] * s[1] for s in full)
+    rw = sum(s[1] * s[2] for s in full)
+    ww = sum(s[2] * s[2] for s in full)
+    ro = sum(s[1] * s[0] * s[1] for s in full)
+    wo = sum(s[2] * s[0] * s[1] for s in full)
+    det = rr * ww - rw * rw
+    if det <= 0:
+        return None
+    per_request, per_worker = (ww * ro - rw * wo) / det, (rr * wo - rw * ro) / det
+    return (per_request, per_worker) if per_request > 0 and per_worker >= 0 else None
+
+
+def service_ops(backend: str, service: str) -> ServiceOps | None:
+    """A service's micro-ops in a run: fitted over its runs measured here where they had
+    different numbers of workers (:func:`fit_service_ops`); else the median over those runs
+    of their ops a request, less speeds.toml's ``per_worker`` for each worker they
+    started; else speeds.toml's ``[BACKEND.ops.SERVICE]`` (``per_request``, ``per_worker``,
+    0 where not given); None when neither has a figure."""
+    default = _defaults().get(f"{backend}/ops/{service}") or {}
+    per_worker = float(default.get("per_worker", 0.0))  # type: ignore[arg-type]
+    samples = [s for s in _measured().get(f"{backend}/ops/{service}", []) if s]
+    if samples:
+        fitted = fit_service_ops(samples)
+        if fitted:
+            return ServiceOps(*fitted, f"fitted over {len(samples)} runs")
+        values = [s[0] - per_worker * s[2] / s[1] if len(s) >= 3 and s[1] > 0 else s[0]
+                  for s in samples]
+        return ServiceOps(statistics.median(values), per_worker,
+                          f"measured ({len(samples)} runs)")
+    if float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
+        return ServiceOps(float(default["per_request"]), per_worker,  # type: ignore[arg-type]
+                          str(default.get("note", "default")))
+    return None
 
 
 def ops_per_request(backend: str, service: str) -> tuple[float, str] | None:
-    """Micro-ops a request of ``service`` takes the guest's cores, and where the figure
-    comes from: the median over runs measured here, else speeds.toml's
-    ``[BACKEND.ops.SERVICE]``; None when neither has one."""
-    samples = [s[0] for s in _measured().get(f"{backend}/ops/{service}", []) if s]
-    if samples:
-        return statistics.median(samples), f"measured ({len(samples)} runs)"
-    default = _defaults().get(f"{backend}/ops/{service}")
-    if default and float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
-        return float(default["per_request"]), str(default.get("note", "default"))  # type: ignore[arg-type]
-    return None
+    """Micro-ops a request of ``service`` takes the guest's cores beyond its workers'
+    start (:func:`service_ops`), and where the figure comes from."""
+    model = service_ops(backend, service)
+    return (model.per_request, model.source) if model else None
 
 
 def record_op_weight(backend: str, service: str, value: float,
@@ -425,6 +484,22 @@ def requests_generated(run_dir: Path) -> dict[str, int]:
             found[path.parent.name] = int(summary.get("generated", summary["requests"])) \
                 - discarded
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return found
+
+
+def workers_started(run_dir: Path) -> dict[str, int]:
+    """Each service's workers that served their first request in a run (the harness
+    summaries' ``threads``, less those its ``prewarm`` requests, served before the app
+    checkpoint, started), by the folder its summary sits in; 0 where the summary does
+    not say."""
+    found: dict[str, int] = {}
+    for path in sorted(run_dir.rglob("summary.json")):
+        try:
+            summary = json.loads(path.read_text())
+            found[path.parent.name] = max(0, int(summary.get("threads", 0))
+                                          - int(summary.get("prewarm", 0)))
+        except (OSError, ValueError, TypeError, AttributeError):
             continue
     return found
 

@@ -118,15 +118,16 @@ def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
     """What a cell's run is priced by, for its plan line: the service's guest ops a
     request at their weight on its preset where it has a line by ops, else its CPU a
     request."""
-    from .runs.speeds import op_weight, ops_per_request
+    from .runs.plan import describe_ops
+    from .runs.speeds import op_weight, service_ops
 
-    figure = (ops_per_request(plan.backend, service)
-              if service in plan.ops_priced_apps else None)
-    if figure is not None:
+    model = service_ops(plan.backend, service) if service in plan.ops_priced_apps else None
+    if model is not None:
         weight = op_weight(plan.backend, service, preset)
         # speeds.toml's notes are long: its name will do
-        origin = figure[1] if figure[1].startswith("measured") else "speeds.toml"
-        return (f"{figure[0] / 1e6:.3g} M guest ops a request [{origin}]"
+        origin = (model.source if model.source.startswith(("measured", "fitted"))
+                  else "speeds.toml")
+        return (f"guest ops {describe_ops(model, origin)}"
                 + (f" x {weight[0]:.3g} [{weight[1]}]" if weight[0] != 1.0 else ""))
     return cost.describe() if cost else "the study estimate of service time"
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +17,19 @@ from pimcloud.runs.campaign import Campaign, prepare_campaign
 from pimcloud.runs.cli import execute
 from pimcloud.runs.maxload import MaxLoad, find_max_load
 from pimcloud.runs.speeds import record_speed, speed_of
+
+
+def _shipped_weights(service: str) -> dict[str, float]:
+    """speeds.toml's weights of a service's ops, by preset."""
+    from pimcloud.runs.speeds import DEFAULTS
+
+    with DEFAULTS.open("rb") as stream:
+        return dict(tomllib.load(stream)["gem5"]["ops"][service]["weights"])
+
+
+def _shipped_median_weight(service: str) -> float:
+    """What a preset without a weight of its own takes: the median of speeds.toml's."""
+    return statistics.median(_shipped_weights(service).values())
 
 
 def test_plan_lists_runs_and_estimates(write_spec: Callable[..., Path],
@@ -272,7 +287,7 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
         op_weight,
         ops_per_request,
         record_op_weight,
-        record_ops_per_request,
+        record_service_ops,
     )
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
@@ -298,7 +313,7 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
     assert "kvstore (its runs on the lines by guest ops): none measured" in format_plan(
         by_work)
     for value in (4e5, 5e5, 6e5):
-        record_ops_per_request("gem5", "kvstore", value)
+        record_service_ops("gem5", "kvstore", value * 300, 300)
     assert ops_per_request("gem5", "kvstore") == (5e5, "measured (3 runs)")
 
     def priced_by_ops(weight: float) -> str:
@@ -311,13 +326,15 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
 
     text = priced_by_ops(1.0)
     assert "300 s + 2 x guest M ops [measured (3 runs, by guest ops)]" in text
-    assert text.endswith("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)]")
+    assert text.endswith(
+        "guest ops of kvstore (its runs on the lines by guest ops): 0.5 M a request "
+        "[measured (3 runs)]")
     # A service whose ops cost more to simulate than the line's (its runs measured so):
     # its ops count at their weight.
     for value in (1.5, 2.0, 2.5):
         record_op_weight("gem5", "kvstore", value)
     assert op_weight("gem5", "kvstore") == (2.0, "measured (3 runs)")
-    assert ("kvstore (its runs on the lines by guest ops): 0.5 M [measured (3 runs)], "
+    assert ("kvstore (its runs on the lines by guest ops): 0.5 M a request [measured (3 runs)], "
             "each 2x the line's cost [measured (3 runs)]") in priced_by_ops(2.0)
 
 
@@ -352,7 +369,8 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     assert op_weight("gem5", "speech", "arch2")[0] > 1.3
     assert op_weight("gem5", "translate", "arch5") == (0.97, "speeds.toml on arch5")
     assert op_weight("gem5", "translate", "arch6") == (
-        pytest.approx(1.15), "speeds.toml on arch1, arch2, arch3, arch4, arch5, arch8, arch9")
+        pytest.approx(_shipped_median_weight("translate")),
+        "speeds.toml on arch1, arch2, arch3, arch4, arch5, arch8, arch9")
     assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 
@@ -393,6 +411,8 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
                                              pytest.approx(0.8 * 400 / 300),
                                              pytest.approx(502e6 * weight)]]
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
+    # its sample: ops a request, requests, workers started (its summary names none)
+    assert speeds["gem5/ops/oltp"] == [[pytest.approx(1.255e6), 400, 0]]
     # Not one service alone (two, or a manager beside it): its ops cannot be split.
     record_run_speed("gem5", "restore", "arch2", 0.43, 1955.0, 16, 0.4, run, None, ops)
     assert ops_per_request("gem5", "oltp") == (1.255e6, "measured (1 runs)")
@@ -415,6 +435,58 @@ def test_a_finished_run_records_its_ops_and_its_ops_a_request(
         {"measured_cpu_ns": 8e8, "requests": 100, "generated": 400,
          "early_stop": {"verdict": "miss", "discarded": 250}}))
     assert requests_generated(run) == {"oltp": 150}
+
+
+def test_a_service_s_ops_are_a_request_s_and_a_worker_s_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """translate's runs: a worker's first requests cost more, so a request's ops grow with
+    the workers a run starts; with runs over different worker counts both parts are
+    fitted, else speeds.toml's start is taken off each run's figure."""
+    from pimcloud.runs.speeds import (
+        fit_service_ops,
+        record_service_ops,
+        service_ops,
+        workers_started,
+    )
+
+    monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "speeds.json"))
+    shipped = service_ops("gem5", "translate")
+    assert shipped is not None and shipped.per_worker > 0
+    assert shipped.of(400, 16) == pytest.approx(400 * shipped.per_request
+                                                + 16 * shipped.per_worker)
+    # One worker count: its runs' median, less the shipped start of each of their workers.
+    record_service_ops("gem5", "translate", 402 * 8e6, 402, 10)
+    one = service_ops("gem5", "translate")
+    assert one is not None and one.source == "measured (1 runs)"
+    assert one.per_request == pytest.approx(8e6 - 10 * shipped.per_worker / 402)
+    assert one.per_worker == shipped.per_worker
+    # Three runs over three worker counts: the fit finds both parts again.
+    for requests, workers in ((400, 4), (380, 16)):
+        record_service_ops("gem5", "translate", requests * 6e6 + workers * 5e7, requests,
+                           workers)
+    record_service_ops("gem5", "translate", 402 * 6e6 + 10 * 5e7,
+                       402, 10)
+    samples = json.loads((tmp_path / "speeds.json").read_text())["gem5/ops/translate"]
+    assert samples[-1] == [pytest.approx(6e6 + 10 * 5e7 / 402), 402, 10]
+    fitted = service_ops("gem5", "translate")
+    assert fitted is not None and fitted.source == "fitted over 4 runs"
+    # (the first run, 8 M a request on 10 workers, pulls the fit off the other three)
+    exact = fit_service_ops(samples[1:])
+    assert exact == (pytest.approx(6e6), pytest.approx(5e7))
+    assert fitted.per_request != pytest.approx(6e6)
+    # A fit that says a worker's start gives ops back is no fit: older samples (a request's
+    # figure alone) and one worker count are none either.
+    assert fit_service_ops([[7e6, 400, 4], [6e6, 400, 16], [6.5e6, 400, 10]]) is None
+    assert fit_service_ops([[7e6], [6e6], [6.5e6]]) is None
+    assert fit_service_ops([[7e6, 400, 4], [6e6, 300, 4], [6.5e6, 200, 4]]) is None
+    # The workers a run starts: its summary's threads, less those its prewarm started.
+    run = tmp_path / "run"
+    for name, summary in (("translate", {"threads": 16}),
+                          ("search", {"threads": 16, "prewarm": 200}),
+                          ("oltp", {"threads": 4, "prewarm": 2}), ("kvstore", {})):
+        (run / "results" / name).mkdir(parents=True)
+        (run / "results" / name / "summary.json").write_text(json.dumps(summary))
+    assert workers_started(run) == {"translate": 16, "search": 0, "oltp": 2, "kvstore": 0}
 
 
 def test_guest_work_is_read_from_the_harness_summaries(tmp_path: Path) -> None:
@@ -770,8 +842,9 @@ def test_a_weight_comes_from_the_preset_else_every_preset(
     assert op_weight("gem5", "translate", "arch2") == (1.57, "speeds.toml on arch2")
     record_op_weight("gem5", "translate", 3.0, "arch2")
     assert op_weight("gem5", "translate", "arch2") == (3.0, "measured (1 runs) on arch2")
+    shipped = _shipped_weights("translate")
     assert op_weight("gem5", "translate", "arch6") == (
-        pytest.approx(1.15),
+        pytest.approx(statistics.median({**shipped, "arch2": 3.0}.values())),
         "measured (1 runs) and speeds.toml on arch1, arch2, arch3, arch4, arch5, arch8, arch9")
 
 
@@ -780,9 +853,9 @@ def test_a_plan_prices_each_preset_at_its_own_weight(
     """translate on arch2, arch5 and arch6 in one campaign: the same ops, each at its
     preset's weight on the line by ops (speeds.toml's, no runs measured: arch6 has none of
     its own, so every preset's median)."""
-    from pimcloud.runs.plan import format_plan, make_plan
+    from pimcloud.runs.plan import format_plan, make_plan, workers_starting
     from pimcloud.runs.spec import load_spec
-    from pimcloud.runs.speeds import op_weight, ops_per_request
+    from pimcloud.runs.speeds import op_weight, service_ops
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "none.json"))
     text = write_spec().read_text().replace('topology = "paper"', 'topology = "arch2"')
@@ -795,18 +868,26 @@ def test_a_plan_prices_each_preset_at_its_own_weight(
     (tmp_path / "translate.toml").write_text(text)
     spec = load_spec(tmp_path / "translate.toml")
     plan = make_plan(spec, "gem5", 1, {"arch2", "arch5", "arch6"}, {"apps"})
-    per_request = ops_per_request("gem5", "translate")
-    assert per_request is not None
+    model = service_ops("gem5", "translate")
+    assert model is not None and model.per_worker > 0
     length = spec.length.warmup_s + spec.length.measured_s
+    median = _shipped_median_weight("translate")
     seen = set()
     for run in plan.runs:
         speed = speed_of("gem5", "restore", run.topology)
         weight = op_weight("gem5", "translate", run.topology)[0]
-        ops = run.scenario.rps_of(run.apps[0]) * length * per_request[0]
+        workers = workers_starting(run, run.apps[0])
+        assert workers == run.scenario.threads > 0
+        ops = (run.scenario.rps_of(run.apps[0]) * length * model.per_request
+               + workers * model.per_worker)
         assert plan.per_run[run.run_id] == pytest.approx(
             speed.op_overhead_s + speed.per_op * ops * weight)
         seen.add((run.topology, round(weight, 3)))
-    assert seen == {("arch2", 1.57), ("arch5", 0.97), ("arch6", 1.15)}
+    assert seen == {("arch2", 1.57), ("arch5", 0.97), ("arch6", round(median, 3))}
     assert ("each 1.57x the line's cost on arch2 [speeds.toml on arch2], each 0.97x the "
-            "line's cost on arch5 [speeds.toml on arch5], each 1.15x the line's cost on arch6 "
-            "[speeds.toml on arch1, arch2, arch3, arch4, arch5, arch8, arch9]") in format_plan(plan)
+            f"line's cost on arch5 [speeds.toml on arch5], each {median:.3g}x the line's cost "
+            "on arch6 [speeds.toml on arch1, arch2, arch3, arch4, arch5, arch8, arch9]"
+            ) in format_plan(plan)
+    assert (f"guest ops of translate (its runs on the lines by guest ops): "
+            f"{model.per_request / 1e6:.3g} M a request + {model.per_worker / 1e6:.3g} M a "
+            "worker's start [") in format_plan(plan)

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tomllib
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pimcloud.runs
 import pytest
 from pimcloud.runs.guest_scenario import setup_script
 from pimcloud.runs.spec import parse_spec
@@ -517,12 +519,16 @@ def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path
     weights = {}
     for preset, source in (("arch2", "arch2"), ("arch5", "arch5"),
                            ("arch6", "arch1, arch2, arch3, arch4, arch5, arch8, arch9")):
-        found = re.search(r"M guest ops a request \[speeds.toml\] x ([0-9.]+) "
+        found = re.search(r"guest ops [0-9.]+ M a request \+ [0-9.]+ M a worker's start "
+                          r"\[speeds.toml\] x ([0-9.]+) "
                           rf"\[speeds.toml on {source}\]", lines[f"{preset}-translate"])
         assert found, lines[f"{preset}-translate"]
         weights[preset] = float(found[1])
-    assert weights["arch5"] < 1 < weights["arch6"] < weights["arch2"]
-    assert "M guest ops a request [speeds.toml])" in lines["arch2-oltp"]  # weight 1
+    with (Path(pimcloud.runs.__file__).parent / "speeds.toml").open("rb") as stream:
+        shipped = tomllib.load(stream)["gem5"]["ops"]["translate"]["weights"]
+    assert weights["arch5"] < 1 < weights["arch2"]
+    assert weights["arch6"] == pytest.approx(statistics.median(shipped.values()), abs=5e-3)
+    assert "M a request [speeds.toml])" in lines["arch2-oltp"]  # weight 1, no start
     assert "guest ops" not in lines["arch1-translate"] and "ms a request" in lines[
         "arch1-translate"]
 
