@@ -71,17 +71,29 @@ def guest_work_estimate(run: Run, length_s: float,
     return work
 
 
-def workers_starting(run: Run, app: AppSpec) -> int:
+def workers_starting(run: Run, app: AppSpec, requests: float) -> int:
     """The workers of ``app`` that serve their first request in the run: all of them, less
-    those its prewarm requests started before the app checkpoint."""
-    return max(0, (app.threads or run.scenario.threads) - app.prewarm)
+    one for each prewarm request served before the app checkpoint (the harness hands
+    prewarm requests to whichever worker is free, so this is the fewest), and no more than
+    its ``requests``."""
+    return max(0, min((app.threads or run.scenario.threads) - app.prewarm,
+                      math.floor(requests)))
 
 
-def describe_ops(model: ServiceOps, origin: str | None = None) -> str:
-    """``6.77 M a request + 56.6 M a worker's start [origin]``: a service's guest ops for a
-    plan's line."""
-    start = f" + {model.per_worker / 1e6:.3g} M a worker's start" if model.per_worker else ""
-    return f"{model.per_request / 1e6:.3g} M a request{start} [{origin or model.source}]"
+def describe_ops(model: ServiceOps, origin: str | None = None,
+                 requests: float | None = None, workers: int = 0) -> str:
+    """A service's guest ops for a plan's line: for a run, ``6.77 M x 400 requests + 56.6 M
+    x 16 workers' starts = 3.61 G [origin]``; for the service, ``6.77 M a request + 56.6 M
+    a worker's start [origin]`` (the start where it has one)."""
+    origin = f"[{origin or model.source}]"
+    if requests is None:
+        start = f" + {model.per_worker / 1e6:.3g} M a worker's start" if model.per_worker else ""
+        return f"{model.per_request / 1e6:.3g} M a request{start} {origin}"
+    if not (model.per_worker and workers):
+        return f"{model.per_request / 1e6:.3g} M a request {origin}"
+    return (f"{model.per_request / 1e6:.3g} M x {requests:.0f} requests + "
+            f"{model.per_worker / 1e6:.3g} M x {workers} workers' starts = "
+            f"{model.of(requests, workers) / 1e9:.3g} G {origin}")
 
 
 def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
@@ -95,7 +107,8 @@ def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
         model = service_ops(backend, app.name)
         if model is None:
             return None
-        ops += (model.of(run.scenario.rps_of(app) * length_s, workers_starting(run, app))
+        requests = run.scenario.rps_of(app) * length_s
+        ops += (model.of(requests, workers_starting(run, app, requests))
                 * op_weight(backend, app.name, run.topology)[0])
     return ops
 

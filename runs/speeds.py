@@ -297,29 +297,30 @@ def record_run_speed(backend: str, phase: str, topology: str, simulated_s: float
         record_op_weight(backend, alone, (host_s - start * processes) / (line.per_op * ops),
                          topology)
     requests = requests_generated(run_dir) if ops else {}
+    workers = workers_started(run_dir, requests) if ops else {}
     if ops and alone and requests.get(alone):
-        record_service_ops(backend, alone, ops, requests[alone],
-                           workers_started(run_dir).get(alone, 0))
+        record_service_ops(backend, alone, ops, requests[alone], workers.get(alone, 0))
     # The lines are of runs made in one gem5 process: a resumed run's later starts are
     # taken off its sample.
     record_speed(backend, phase, topology, simulated_s,
                  max(0.0, host_s - start * (processes - 1)), busy, length_s, work,
-                 weighted_ops(backend, ops, requests, topology) if ops else None)
+                 weighted_ops(backend, ops, requests, topology, workers) if ops else None)
 
 
 def weighted_ops(backend: str, ops: float, requests: dict[str, int],
-                 topology: str | None = None) -> float:
+                 topology: str | None = None, workers: dict[str, int] | None = None
+                 ) -> float:
     """A run's ``ops`` counted at its services' weights on ``topology`` (op_weight): one
-    service's at its weight; several services' split by their requests x ops a request,
-    or left as they are where one has no ops a request."""
+    service's at its weight; several services' split by their ops in the run (requests and
+    ``workers`` started: service_ops), or left as they are where one has no figure."""
     if len(requests) == 1:
         return ops * op_weight(backend, next(iter(requests)), topology)[0]
     shares: dict[str, float] = {}
     for service, count in requests.items():
-        figure = ops_per_request(backend, service)
-        if figure is None or count <= 0:
+        model = service_ops(backend, service)
+        if model is None or count <= 0:
             return ops
-        shares[service] = count * figure[0]
+        shares[service] = model.of(count, (workers or {}).get(service, 0))
     total = sum(shares.values())
     if total <= 0:
         return ops
@@ -365,10 +366,12 @@ def record_service_ops(backend: str, service: str, ops: float, requests: int,
                        [float(ops) / requests, int(requests), int(workers)])
 
 
-def fit_service_ops(samples: list[list[float]]) -> tuple[float, float] | None:
-    """(per_request, per_worker) by least squares through ``ops = requests x per_request +
-    workers x per_worker`` over samples ``[ops a request, requests, workers]``; None
-    without three samples over two worker counts, or where the fit is not positive."""
+def fit_service_ops(samples: list[list[float]]) -> tuple[float, float, int] | None:
+    """(per_request, per_worker, samples fitted) by least squares through ``ops = requests
+    x per_request + workers x per_worker`` over the samples ``[ops a request, requests,
+    workers]`` (older ones, a request's figure alone, are left out); None without three
+    over two worker counts, where workers go with requests (no telling the two apart), or
+    where the fit is not positive."""
     full = [s for s in samples if len(s) >= 3 and s[1] > 0]
     if len(full) < 3 or len({s[2] for s in full}) < 2:
         return None
@@ -378,10 +381,12 @@ def fit_service_ops(samples: list[list[float]]) -> tuple[float, float] | None:
     ro = sum(s[1] * s[0] * s[1] for s in full)
     wo = sum(s[2] * s[0] * s[1] for s in full)
     det = rr * ww - rw * rw
-    if det <= 0:
+    if det <= 1e-9 * rr * ww:
         return None
     per_request, per_worker = (ww * ro - rw * wo) / det, (rr * wo - rw * ro) / det
-    return (per_request, per_worker) if per_request > 0 and per_worker >= 0 else None
+    if per_request <= 0 or per_worker < 0:
+        return None
+    return per_request, per_worker, len(full)
 
 
 def service_ops(backend: str, service: str) -> ServiceOps | None:
@@ -396,11 +401,14 @@ def service_ops(backend: str, service: str) -> ServiceOps | None:
     if samples:
         fitted = fit_service_ops(samples)
         if fitted:
-            return ServiceOps(*fitted, f"fitted over {len(samples)} runs")
-        values = [s[0] - per_worker * s[2] / s[1] if len(s) >= 3 and s[1] > 0 else s[0]
-                  for s in samples]
-        return ServiceOps(statistics.median(values), per_worker,
-                          f"measured ({len(samples)} runs)")
+            return ServiceOps(fitted[0], fitted[1], f"fitted over {fitted[2]} runs")
+        source = f"measured ({len(samples)} runs)"
+        # A start taken off each run's figure, where every run says its workers and
+        # leaves a positive figure; else the figures as they are (their starts inside).
+        values = [s[0] - per_worker * s[2] / s[1] for s in samples if len(s) >= 3 and s[1] > 0]
+        if per_worker and len(values) == len(samples) and min(values) > 0:
+            return ServiceOps(statistics.median(values), per_worker, source)
+        return ServiceOps(statistics.median(s[0] for s in samples), 0.0, source)
     if float(default.get("per_request", 0.0)) > 0:  # type: ignore[arg-type]
         return ServiceOps(float(default["per_request"]), per_worker,  # type: ignore[arg-type]
                           str(default.get("note", "default")))
@@ -488,19 +496,24 @@ def requests_generated(run_dir: Path) -> dict[str, int]:
     return found
 
 
-def workers_started(run_dir: Path) -> dict[str, int]:
-    """Each service's workers that served their first request in a run (the harness
-    summaries' ``threads``, less those its ``prewarm`` requests, served before the app
-    checkpoint, started), by the folder its summary sits in; 0 where the summary does
-    not say."""
+def workers_started(run_dir: Path, requests: dict[str, int] | None = None
+                    ) -> dict[str, int]:
+    """Each service's workers that served their first request in a run, by the folder its
+    summary sits in: the harness summary's ``threads``, less one for each of its
+    ``prewarm`` requests served before the app checkpoint (the fewest: a free worker takes
+    each), and no more than its ``requests`` in the run where given; 0 where the summary
+    does not say."""
     found: dict[str, int] = {}
     for path in sorted(run_dir.rglob("summary.json")):
         try:
             summary = json.loads(path.read_text())
-            found[path.parent.name] = max(0, int(summary.get("threads", 0))
-                                          - int(summary.get("prewarm", 0)))
+            started = int(summary.get("threads", 0)) - int(summary.get("prewarm", 0))
         except (OSError, ValueError, TypeError, AttributeError):
             continue
+        name = path.parent.name
+        if requests is not None and name in requests:
+            started = min(started, requests[name])
+        found[name] = max(0, started)
     return found
 
 

@@ -519,11 +519,13 @@ def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path
     weights = {}
     for preset, source in (("arch2", "arch2"), ("arch5", "arch5"),
                            ("arch6", "arch1, arch2, arch3, arch4, arch5, arch8, arch9")):
-        found = re.search(r"guest ops [0-9.]+ M a request \+ [0-9.]+ M a worker's start "
-                          r"\[speeds.toml\] x ([0-9.]+) "
-                          rf"\[speeds.toml on {source}\]", lines[f"{preset}-translate"])
-        assert found, lines[f"{preset}-translate"]
-        weights[preset] = float(found[1])
+        line = lines[f"{preset}-translate"]
+        found = re.search(r"(\d+) brawny workers.*guest ops [0-9.]+ M x [0-9]+ requests \+ "
+                          r"[0-9.]+ M x (\d+) workers' starts = [0-9.]+ G \[speeds.toml\], "
+                          rf"each ([0-9.]+)x the line's cost \[speeds.toml on {source}\]", line)
+        assert found, line
+        assert found[1] == found[2]  # every worker starts in the run (no prewarm)
+        weights[preset] = float(found[3])
     with (Path(pimcloud.runs.__file__).parent / "speeds.toml").open("rb") as stream:
         shipped = tomllib.load(stream)["gem5"]["ops"]["translate"]["weights"]
     assert weights["arch5"] < 1 < weights["arch2"]
