@@ -80,6 +80,13 @@ def workers_starting(run: Run, app: AppSpec, requests: float) -> int:
                       math.floor(requests)))
 
 
+def ops_terms(run: Run, app: AppSpec, length_s: float) -> tuple[float, int]:
+    """(requests, workers starting) of ``app`` over ``length_s`` of a run: what its guest
+    ops are reckoned from (speeds.ServiceOps.of)."""
+    requests = run.scenario.rps_of(app) * length_s
+    return requests, workers_starting(run, app, requests)
+
+
 def describe_ops(model: ServiceOps, origin: str | None = None,
                  requests: float | None = None, workers: int = 0) -> str:
     """A service's guest ops for a plan's line: for a run, ``6.77 M x 400 requests + 56.6 M
@@ -107,8 +114,7 @@ def guest_ops_estimate(run: Run, backend: str, length_s: float) -> float | None:
         model = service_ops(backend, app.name)
         if model is None:
             return None
-        requests = run.scenario.rps_of(app) * length_s
-        ops += (model.of(requests, workers_starting(run, app, requests))
+        ops += (model.of(*ops_terms(run, app, length_s))
                 * op_weight(backend, app.name, run.topology)[0])
     return ops
 

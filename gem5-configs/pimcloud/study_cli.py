@@ -118,20 +118,20 @@ def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
     """What a cell's run is priced by, for its plan line: the service's guest ops in the
     run (its requests' and its starting workers') at their weight on its preset where it
     has a line by ops, else its CPU a request."""
-    from .runs.plan import describe_ops, workers_starting
+    from .runs.plan import describe_ops, ops_terms
     from .runs.speeds import op_weight, service_ops
 
     model = service_ops(plan.backend, service) if service in plan.ops_priced_apps else None
     if model is not None and plan.runs:
         run = plan.runs[0]
         app = next(app for app in run.apps if app.name == service)
-        requests = run.scenario.rps_of(app) * (plan.spec.length.warmup_s
-                                               + plan.spec.length.measured_s)
+        requests, workers = ops_terms(run, app, plan.spec.length.warmup_s
+                                      + plan.spec.length.measured_s)
         weight = op_weight(plan.backend, service, preset)
         # speeds.toml's notes are long: its name will do
         origin = (model.source if model.source.startswith(("measured", "fitted"))
                   else "speeds.toml")
-        described = describe_ops(model, origin, requests, workers_starting(run, app, requests))
+        described = describe_ops(model, origin, requests, workers)
         return (f"guest ops {described}"
                 + (f", each {weight[0]:.3g}x the line's cost [{weight[1]}]"
                    if weight[0] != 1.0 else ""))
