@@ -44,6 +44,23 @@ class RunState:
     saved_host_s: float = 0.0  # CPU seconds its saved segments took
     waiting_for_memory: bool = False  # running, its simulator waiting for the budget
 
+    def left_s(self, estimate_s: float, now: float) -> float:
+        """Host seconds this run has left, ``estimate_s`` being a whole run's: none when
+        done or failed; the part its progress checkpoints do not hold, at its own pace
+        once they hold enough of it to tell; a running run's time since its start or its
+        latest checkpoint, whichever is later, already spent."""
+        if self.state not in ("pending", "running"):
+            return 0.0
+        per_run = estimate_s
+        if self.saved_fraction >= OWN_PACE_FROM and self.saved_host_s > 0:
+            per_run = self.saved_host_s / self.saved_fraction
+        left = per_run * (1.0 - self.saved_fraction)
+        if self.state == "running":
+            # Its work up to the latest checkpoint is in saved_fraction.
+            start = max(self.since or now, self.saved_at or 0.0)
+            left = max(left - (now - start), 0.0)
+        return left
+
 
 @dataclass
 class CampaignStatus:
@@ -57,19 +74,8 @@ class CampaignStatus:
         """Host seconds until every unfinished run is made, at ``jobs`` at a time (a run
         resumed from progress checkpoints has only the rest of its length to make, at its
         own pace once its checkpoints hold enough of it to tell)."""
-        remaining = 0.0
         now = time.time()
-        for run in self.runs:
-            per_run = self.estimate_per_run_s
-            if run.saved_fraction >= OWN_PACE_FROM and run.saved_host_s > 0:
-                per_run = run.saved_host_s / run.saved_fraction
-            left = per_run * (1.0 - run.saved_fraction)
-            if run.state == "pending":
-                remaining += left
-            elif run.state == "running":
-                # Its work up to the latest checkpoint is in saved_fraction.
-                start = max(run.since or now, run.saved_at or 0.0)
-                remaining += max(left - (now - start), 0.0)
+        remaining = sum(run.left_s(self.estimate_per_run_s, now) for run in self.runs)
         return remaining / max(self.jobs, 1)
 
     @property

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -102,16 +103,30 @@ def open_study(root: Path, *, to_run: bool = True) -> tuple[StudySpec, Path]:
     return study, path.parent
 
 
-def _cell_done(folder: Path) -> bool:
-    """Whether every run of a cell's campaign has finished."""
+def _cell_states(folder: Path) -> list[Any]:
+    """The runs' states (runs/status.py RunState) of a cell's campaign; none before it
+    is prepared."""
     from .runs.campaign import open_campaign
     from .runs.status import campaign_status
 
     if not (folder / "campaign.json").is_file():
-        return False
-    states = campaign_status(open_campaign(folder, to_run=False)).runs
-    return bool(states) and all(state.state == "done" for state in states)
+        return []
+    return campaign_status(open_campaign(folder, to_run=False)).runs
 
+
+def _runs_left(plan: Any, states: list[Any]) -> tuple[float, float]:
+    """(host seconds its runs have left, the part of their simulated length saved) of a
+    cell under way: a run resumed from progress checkpoints makes only the rest
+    (RunState.left_s, as `campaign status` has it); a run not yet prepared, all of it."""
+    now = time.time()
+    by_id = {state.run_id: state for state in states}
+    left = 0.0
+    for run_id, seconds in plan.per_run.items():
+        state = by_id.get(run_id)
+        left += seconds if state is None else state.left_s(seconds, now)
+    saved = (sum(state.saved_fraction for state in by_id.values() if state.run_id
+                 in plan.per_run) / max(len(plan.per_run), 1))
+    return left, saved
 
 
 def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
@@ -159,7 +174,8 @@ def _plan(args: argparse.Namespace) -> int:
     for cell, spec_path, folder in each_cell(study, root):
         if cell.name not in chosen:
             continue
-        if _cell_done(folder):
+        states = _cell_states(folder)
+        if states and all(state.state == "done" for state in states):
             done += 1
             lines.append(f"  {cell.name:<22} done")
             continue
@@ -172,16 +188,19 @@ def _plan(args: argparse.Namespace) -> int:
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
         startup = sum(plan.startups.values())
         rate = plan.startup_rate or rate
+        left, saved = _runs_left(plan, states)
         setups.append(cell_setup)
-        runs.extend(plan.per_run.values())
-        cells.append(plan_seconds(plan))
+        runs.append(left)
+        cells.append(cell_setup + left)
         lines.append(f"  {cell.name:<22} {cell.cores:>3} {cell.core_type:<6} workers, "
                      f"{cell.sample_rps:>9g} rps for {spec.length.measured_s:.3g} s simulated: "
                      f"app checkpoint {format_seconds(cell_setup)}"
                      + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
-                     f"{_priced_by(plan, cell.service, cell.preset, cost)})")
+                     f"{_priced_by(plan, cell.service, cell.preset, cost)})"
+                     + (f"; {saved:.0%} of it saved in progress checkpoints, "
+                        f"{format_seconds(left)} left" if saved else ""))
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "

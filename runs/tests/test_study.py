@@ -638,3 +638,54 @@ def test_a_cell_that_used_up_its_attempts_goes_on_with_retry_failed(
     assert "1/1 done" in status
     # The spec's cells this runner was not asked for: one line, not one each.
     assert "not started: 3 cell(s): arch1-imgdnn, arch8-kvstore, arch8-imgdnn" in status, status
+
+
+def test_the_plan_prices_only_what_a_resumed_cell_has_left(fake_gem5: Path, tmp_path: Path
+                                                            ) -> None:
+    """A cell whose run a session cut off holds part of its length in progress
+    checkpoints: `study plan` prices the rest, at the run's own pace once enough of it is
+    saved (RunState.left_s, the ETA of `campaign status`), and says so."""
+    from pimcloud.runs.campaign import prepare_campaign
+    from pimcloud.runs.study import each_cell
+
+    (tmp_path / "vmlinux").write_bytes(b"\x7fELF fake kernel")
+    (tmp_path / "disk.img").write_bytes(b"fake image" * 100)
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(STUDY)
+    root = tmp_path / "study"
+
+    def plan() -> tuple[str, float]:
+        done = cli("study", "plan", str(spec), "--out", str(root), "--cells", "arch1-kvstore")
+        assert done.returncode == 0, done.stderr
+        (line,) = [line for line in done.stdout.splitlines() if "arch1-kvstore" in line]
+        total = re.search(r"total host time (\S+);", done.stdout)
+        assert total, done.stdout
+        return line, parse_host_s(total.group(1))
+
+    def run_on(text: str) -> str:
+        found = re.search(r", run (\S+) \(", text)
+        assert found, text
+        return found.group(1)
+
+    whole_line, whole_s = plan()
+    assert "saved in progress checkpoints" not in whole_line
+    (_cell, spec_path, folder), = [item for item in each_cell(
+        load_study(spec), root, log=lambda _: None) if item[0].name == "arch1-kvstore"]
+    campaign = prepare_campaign(spec_path, folder, "gem5", log=lambda _: None)
+    (run,) = campaign.runs()
+    length_ps = int((run.spec.length.warmup_s + run.spec.length.measured_s) * 1e12)
+    start, saved_ps = 10**12, length_ps * 3 // 4
+    progress = campaign.dir.progress / run.run_id
+    segment = progress / "segments" / str(start + saved_ps)
+    segment.mkdir(parents=True)
+    # Three quarters of the run made in 600 CPU s: its own pace says 200 s are left.
+    segment.joinpath("segment.json").write_text(json.dumps(
+        {"from_tick": start, "to_tick": start + saved_ps, "cpu_seconds": 600.0}))
+    (progress / f"ckpt-{start + saved_ps}").mkdir()
+    (progress / f"ckpt-{start + saved_ps}" / "m5.cpt").write_text("[root]\n")
+    line, total_s = plan()
+    assert "75% of it saved in progress checkpoints, 3m20s left" in line, line
+    # The cell's whole run is still on its line; the total counts only what is left.
+    assert run_on(line) == run_on(whole_line)
+    assert total_s == pytest.approx(whole_s - parse_host_s(run_on(whole_line)) + 200.0,
+                                    abs=60.0)
