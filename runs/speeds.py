@@ -461,11 +461,11 @@ def op_weight(backend: str, service: str, topology: str | None = None
     ``speeds.toml on arch1, arch2, ...``). Each figure is ``(host - op_overhead x
     processes) / (per_op x ops)`` of a run of the service alone against the line before
     it. The median over the figures of ``topology``'s preset, else over every preset's,
-    else 1. gem5's host time an op differs by preset: translate's cost 0.57x the line of
-    oltp, imgdnn and search on arch1, 0.97x on arch5 and 1.15-1.57x on arch2, 4, 8 and 9,
-    and neither the cache hierarchy nor the memory sorts them (deep arch5 and arch1 are
-    0.97 and 0.57), so a preset without a figure of its own takes the median of them
-    all."""
+    else 1. gem5's host time an op differs by preset: translate's cost 0.58x the line of
+    oltp, imgdnn and search on arch1, 0.81-1.04x on arch3, 5, 6, 7, 8 and 9 and 1.29-1.57x
+    on arch2 and 4, and neither the cache hierarchy nor the memory sorts them (deep arch5
+    and arch1 are 0.97 and 0.58), so a preset without a figure of its own takes the median
+    of them all."""
     found = _weights_by_preset(backend, service)
     if not found:
         return 1.0, "the line's"

@@ -368,14 +368,15 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     assert speech is not None and 1e8 < speech[0] < 1e9
     assert ops_per_request("gem5", "kvstore") is None
     # translate's and speech's ops cost more than the line's on arch2 (their runs there);
-    # arch7, where translate has not run, takes the median of its presets' figures; the
+    # arch7, where speech has not run, takes the median of its presets' figures; the
     # others' are the line's.
     assert op_weight("gem5", "translate", "arch2")[0] > 1.3
     assert op_weight("gem5", "speech", "arch2")[0] > 1.3
     assert op_weight("gem5", "translate", "arch5") == (0.97, "speeds.toml on arch5")
-    assert op_weight("gem5", "translate", "arch7") == (
-        pytest.approx(_shipped_median_weight("translate")),
-        f"speeds.toml on {_shipped_presets('translate')}")
+    assert "arch7" not in _shipped_weights("speech")
+    assert op_weight("gem5", "speech", "arch7") == (
+        pytest.approx(_shipped_median_weight("speech")),
+        f"speeds.toml on {_shipped_presets('speech')}")
     assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 
@@ -907,7 +908,9 @@ def test_a_weight_comes_from_the_preset_else_every_preset(
     record_op_weight("gem5", "translate", 3.0, "arch2")
     assert op_weight("gem5", "translate", "arch2") == (3.0, "measured (1 runs) on arch2")
     shipped = _shipped_weights("translate")
-    assert op_weight("gem5", "translate", "arch7") == (
+    # A preset without a figure of its own (none here: every Table III preset has one)
+    # takes the median of every preset's, arch2's measured one in place of speeds.toml's.
+    assert op_weight("gem5", "translate") == (
         pytest.approx(statistics.median({**shipped, "arch2": 3.0}.values())),
         f"measured (1 runs) and speeds.toml on {_shipped_presets('translate')}")
 
@@ -915,8 +918,7 @@ def test_a_weight_comes_from_the_preset_else_every_preset(
 def test_a_plan_prices_each_preset_at_its_own_weight(
         tmp_path: Path, write_spec: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """translate on arch2, arch5 and arch7 in one campaign: the same ops, each at its
-    preset's weight on the line by ops (speeds.toml's, no runs measured: arch7 has none of
-    its own, so every preset's median)."""
+    preset's weight on the line by ops (speeds.toml's, no runs measured)."""
     from pimcloud.runs.plan import format_plan, make_plan, workers_starting
     from pimcloud.runs.spec import load_spec
     from pimcloud.runs.speeds import op_weight, service_ops
@@ -935,7 +937,7 @@ def test_a_plan_prices_each_preset_at_its_own_weight(
     model = service_ops("gem5", "translate")
     assert model is not None and model.per_worker > 0
     length = spec.length.warmup_s + spec.length.measured_s
-    median = _shipped_median_weight("translate")
+    weights = _shipped_weights("translate")
     seen = set()
     for run in plan.runs:
         speed = speed_of("gem5", "restore", run.topology)
@@ -947,11 +949,10 @@ def test_a_plan_prices_each_preset_at_its_own_weight(
         assert plan.per_run[run.run_id] == pytest.approx(
             speed.op_overhead_s + speed.per_op * ops * weight)
         seen.add((run.topology, round(weight, 3)))
-    assert seen == {("arch2", 1.57), ("arch5", 0.97), ("arch7", round(median, 3))}
+    assert seen == {(preset, weights[preset]) for preset in ("arch2", "arch5", "arch7")}
     assert ("each 1.57x the line's cost on arch2 [speeds.toml on arch2], each 0.97x the "
-            f"line's cost on arch5 [speeds.toml on arch5], each {median:.3g}x the line's cost "
-            f"on arch7 [speeds.toml on {_shipped_presets('translate')}]"
-            ) in format_plan(plan)
+            f"line's cost on arch5 [speeds.toml on arch5], each {weights['arch7']:.3g}x the "
+            "line's cost on arch7 [speeds.toml on arch7]") in format_plan(plan)
     assert (f"guest ops of translate (its runs on the lines by guest ops): "
             f"{model.per_request / 1e6:.3g} M a request + {model.per_worker / 1e6:.3g} M a "
             "worker's start [") in format_plan(plan)

@@ -507,20 +507,20 @@ def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path
     done = subprocess.run(
         [sys.executable, "-m", "pimcloud.cli", "study", "plan", "characterisation-gem5",
          "--out", str(tmp_path / "s"), "--only", "arch1,arch2,arch5,arch7", "--services",
-         "translate,oltp"], capture_output=True, text=True,
+         "translate,oltp,speech"], capture_output=True, text=True,
         env={**{k: v for k, v in os.environ.items() if k != "GEM5"},
              "PIMCLOUD_CHECKPOINTS": str(tmp_path / "store"),
              "PIMCLOUD_SPEEDS": str(tmp_path / "none.json")})
     assert done.returncode == 0, done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines()
              if line.startswith("  arch")}
-    # translate's ops are dearer than the line's on arch2 and cheaper on arch5 (its runs
-    # there); arch7, where it has not run, takes the median of every preset's weight
+    # translate's ops are dearer than the line's on arch2 and cheaper on arch5 and arch7
+    # (its runs there)
     with (Path(pimcloud.runs.__file__).parent / "speeds.toml").open("rb") as stream:
-        shipped = tomllib.load(stream)["gem5"]["ops"]["translate"]["weights"]
+        ops = tomllib.load(stream)["gem5"]["ops"]
+    shipped = ops["translate"]["weights"]
     weights = {}
-    for preset, source in (("arch2", "arch2"), ("arch5", "arch5"),
-                           ("arch7", ", ".join(sorted(shipped)))):
+    for preset, source in (("arch2", "arch2"), ("arch5", "arch5"), ("arch7", "arch7")):
         line = lines[f"{preset}-translate"]
         found = re.search(r"(\d+) \w+ +workers.*guest ops [0-9.]+ M x [0-9]+ requests \+ "
                           r"[0-9.]+ M x (\d+) workers' starts = [0-9.]+ G \[speeds.toml\], "
@@ -529,7 +529,15 @@ def test_the_shipped_plan_says_which_cells_it_prices_by_guest_ops(tmp_path: Path
         assert found[1] == found[2]  # every worker starts in the run (no prewarm)
         weights[preset] = float(found[3])
     assert weights["arch5"] < 1 < weights["arch2"]
-    assert weights["arch7"] == pytest.approx(statistics.median(shipped.values()), abs=5e-3)
+    assert weights["arch7"] == pytest.approx(shipped["arch7"], abs=5e-3)
+    # speech has run on arch2 alone: arch7 takes the median of every preset's weight
+    speech = ops["speech"]["weights"]
+    assert "arch7" not in speech
+    found = re.search(r"guest ops [0-9.]+ M a request \[speeds.toml\], each ([0-9.]+)x the "
+                      rf"line's cost \[speeds.toml on {', '.join(sorted(speech))}\]",
+                      lines["arch7-speech"])
+    assert found, lines["arch7-speech"]
+    assert float(found[1]) == pytest.approx(statistics.median(speech.values()), abs=5e-3)
     assert "M a request [speeds.toml])" in lines["arch2-oltp"]  # weight 1, no start
     assert "guest ops" not in lines["arch1-translate"] and "ms a request" in lines[
         "arch1-translate"]
