@@ -115,18 +115,21 @@ def _cell_states(folder: Path) -> list[Any]:
 
 
 def _runs_left(plan: Any, states: list[Any]) -> tuple[float, float]:
-    """(host seconds its runs have left, the part of their simulated length saved) of a
-    cell under way: a run resumed from progress checkpoints makes only the rest
-    (RunState.left_s, as `campaign status` has it); a run not yet prepared, all of it."""
+    """(host seconds its runs have left, the part of its runs made, by their prices) of a
+    cell under way: a run done has nothing left; one resumed from progress checkpoints
+    only the rest (RunState.left_s, as `campaign status` has it); one that used up its
+    attempts, or not yet prepared, all of it (`study run --retry-failed` makes it again)."""
     now = time.time()
     by_id = {state.run_id: state for state in states}
-    left = 0.0
+    left = made = 0.0
     for run_id, seconds in plan.per_run.items():
         state = by_id.get(run_id)
-        left += seconds if state is None else state.left_s(seconds, now)
-    saved = (sum(state.saved_fraction for state in by_id.values() if state.run_id
-                 in plan.per_run) / max(len(plan.per_run), 1))
-    return left, saved
+        if state is None or state.state == "failed":
+            left += seconds
+            continue
+        left += state.left_s(seconds, now)
+        made += seconds * (1.0 if state.state == "done" else state.saved_fraction)
+    return left, made / max(sum(plan.per_run.values()), 1e-9)
 
 
 def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
@@ -188,7 +191,7 @@ def _plan(args: argparse.Namespace) -> int:
         cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
         startup = sum(plan.startups.values())
         rate = plan.startup_rate or rate
-        left, saved = _runs_left(plan, states)
+        left, made = _runs_left(plan, states)
         setups.append(cell_setup)
         runs.append(left)
         cells.append(cell_setup + left)
@@ -199,8 +202,9 @@ def _plan(args: argparse.Namespace) -> int:
                         if startup else "") + ", run "
                      f"{format_seconds(sum(plan.per_run.values()))} ("
                      f"{_priced_by(plan, cell.service, cell.preset, cost)})"
-                     + (f"; {saved:.0%} of it saved in progress checkpoints, "
-                        f"{format_seconds(left)} left" if saved else ""))
+                     + (f"; {made:.0%} of it made (runs done, progress checkpoints), "
+                        f"{format_seconds(left)} left"
+                        if abs(left - sum(plan.per_run.values())) >= 1 else ""))
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "

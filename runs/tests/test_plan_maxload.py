@@ -345,7 +345,7 @@ def test_a_run_is_priced_by_its_guest_ops_where_measured(
 
 def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pimcloud.runs.speeds import op_weight, ops_per_request
+    from pimcloud.runs.speeds import op_weight, ops_per_request, record_op_weight
 
     monkeypatch.setenv("PIMCLOUD_SPEEDS", str(tmp_path / "none.json"))
     for preset in ("arch2", "arch3", "arch5", "arch6", "arch7"):
@@ -377,6 +377,13 @@ def test_the_table_iii_presets_price_measured_services_by_ops_before_any_run(
     assert op_weight("gem5", "speech", "arch7") == (
         pytest.approx(_shipped_median_weight("speech")),
         f"speeds.toml on {_shipped_presets('speech')}")
+    # ... and a measured figure of another preset joins that median
+    record_op_weight("gem5", "speech", 2 * _shipped_median_weight("speech") + 1, "arch5")
+    shipped_speech = _shipped_weights("speech")
+    assert op_weight("gem5", "speech", "arch7") == (
+        pytest.approx(statistics.median(
+            [*shipped_speech.values(), 2 * _shipped_median_weight("speech") + 1])),
+        f"measured (1 runs) and speeds.toml on {', '.join(sorted({*shipped_speech, 'arch5'}))}")
     assert op_weight("gem5", "oltp") == (1.0, "the line's")
 
 

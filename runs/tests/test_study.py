@@ -686,14 +686,16 @@ def test_the_plan_prices_only_what_a_resumed_cell_has_left(fake_gem5: Path, tmp_
     progress = campaign.dir.progress / run.run_id
     segment = progress / "segments" / str(start + saved_ps)
     segment.mkdir(parents=True)
-    # Three quarters of the run made in 600 CPU s: its own pace says 200 s are left.
+    # Three quarters of the run made in 6,000 CPU s: its own pace says 2,000 s are left
+    # (the plan's estimate of the whole run is minutes).
     segment.joinpath("segment.json").write_text(json.dumps(
-        {"from_tick": start, "to_tick": start + saved_ps, "cpu_seconds": 600.0}))
+        {"from_tick": start, "to_tick": start + saved_ps, "cpu_seconds": 6000.0}))
     (progress / f"ckpt-{start + saved_ps}").mkdir()
     (progress / f"ckpt-{start + saved_ps}" / "m5.cpt").write_text("[root]\n")
     line, total_s = plan()
-    assert "75% of it saved in progress checkpoints, 3m20s left" in line, line
+    assert "75% of it made (runs done, progress checkpoints), 33m20s left" in line, line
     # The cell's whole run is still on its line; the total counts only what is left.
     assert run_on(line) == run_on(whole_line)
-    assert total_s == pytest.approx(whole_s - parse_host_s(run_on(whole_line)) + 200.0,
+    assert parse_host_s(run_on(whole_line)) < 600
+    assert total_s == pytest.approx(whole_s - parse_host_s(run_on(whole_line)) + 2000.0,
                                     abs=60.0)
