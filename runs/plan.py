@@ -176,9 +176,18 @@ class Plan:
         return frozenset(app for app, _ in self.ops_priced)
 
     @property
+    def runs_s(self) -> float:
+        """Its runs' host seconds, one after the other."""
+        return sum(self.per_run.values())
+
+    @property
+    def setups_s(self) -> float:
+        """Its app checkpoints' host seconds (those to be made)."""
+        return sum(seconds for _, _, seconds in self.setups.values())
+
+    @property
     def total_s(self) -> float:
-        return (sum(self.per_run.values()) + sum(self.boots.values())
-                + sum(seconds for _, _, seconds in self.setups.values()))
+        return self.runs_s + sum(self.boots.values()) + self.setups_s
 
     def _lanes(self, durations: list[float]) -> float:
         return packed_s(durations, min(self.jobs, self.cores) if self.cores else self.jobs)

@@ -129,7 +129,7 @@ def _runs_left(plan: Any, states: list[Any]) -> tuple[float, float]:
             continue
         left += state.left_s(seconds, now)
         made += seconds * (1.0 if state.state == "done" else state.saved_fraction)
-    return left, made / max(sum(plan.per_run.values()), 1e-9)
+    return left, made / max(plan.runs_s, 1e-9)
 
 
 def _priced_by(plan: Any, service: str, preset: str, cost: Any) -> str:
@@ -188,7 +188,7 @@ def _plan(args: argparse.Namespace) -> int:
         plan = cell_plan(spec, cell, jobs, cost)
         for topology, seconds in plan.boots.items():
             boots[(topology, spec.gem5.counters)] = seconds
-        cell_setup = sum(seconds for _, _, seconds in plan.setups.values())
+        cell_setup = plan.setups_s
         startup = sum(plan.startups.values())
         rate = plan.startup_rate or rate
         left, made = _runs_left(plan, states)
@@ -200,11 +200,11 @@ def _plan(args: argparse.Namespace) -> int:
                      f"app checkpoint {format_seconds(cell_setup)}"
                      + (f" ({format_seconds(startup)} of it the start-up)"
                         if startup else "") + ", run "
-                     f"{format_seconds(sum(plan.per_run.values()))} ("
+                     f"{format_seconds(plan.runs_s)} ("
                      f"{_priced_by(plan, cell.service, cell.preset, cost)})"
                      + (f"; {made:.0%} of it made (runs done, progress checkpoints), "
                         f"{format_seconds(left)} left"
-                        if abs(left - sum(plan.per_run.values())) >= 1 else ""))
+                        if abs(left - plan.runs_s) >= 1 else ""))
         lines.extend(f"    warning: {note}" for note in over_limit(plan))
     total = sum(boots.values()) + sum(setups) + sum(runs)
     print(f"study {study.name} ({study.source}): {done + len(cells)} cells, {done} done "
@@ -235,7 +235,7 @@ def cell_plan(spec: Any, cell: Cell, jobs: int, cost: Any) -> Any:
 
 def plan_seconds(plan: Any) -> float:
     """A cell plan's host seconds: its app checkpoint (unless stored) and its runs."""
-    return sum(seconds for _, _, seconds in plan.setups.values()) + sum(plan.per_run.values())
+    return plan.setups_s + plan.runs_s
 
 
 def cell_price_per_run(spec: Any, cell: Cell, jobs: int, cost: Any) -> float:
