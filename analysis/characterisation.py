@@ -1070,6 +1070,8 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
         add(claim, "holds" if (judged["dynamic"] < judged["static"]).all() else "does not hold",
             "; ".join([f"{row.app} on {row.arch}: FT/CC/IL spread {row.static:.0%} static, "
                        f"{row.dynamic:.0%} with the best of each and its {row.kinds}"
+                       + (f" (not compared, from another study than its static bars: "
+                          f"{row.elsewhere})" if row.elsewhere else "")
                        for row in judged.itertuples()] + unjudged))
     return pd.DataFrame(rows)
 
@@ -1102,34 +1104,53 @@ def _dynamic_gaps(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (arch, app) with at least one dynamic cell: the spread of the static max loads
     and of each placement's best of itself, +migration and +replication; the dynamic
     kinds used. Where FT, CC or IL alone, or every placement's dynamic cell, is not there
-    yet, ``missing`` names them ("IL, CC with migration") and the spreads are NaN. Where
-    the bars come from more than one study, ``mixed`` says which from which: like the
-    static placements (_mixed_studies), they compare within one study only."""
+    yet, ``missing`` names them ("IL, CC with migration") and the spreads are NaN. Bars
+    compare within one study only, like the static placements (_mixed_studies): a dynamic
+    kind any of whose bars another study made is left out and named in ``elsewhere``
+    ("cc+rep, ft+rep: X"); where the static bars span studies, or every kind is left out,
+    ``mixed`` says which bars came from which study."""
     if frame.empty:
         return pd.DataFrame()
     rows = []
     for (arch, app), cells in frame.dropna(subset=["max_load_rps"]).groupby(["arch", "app"]):
-        static = cells[cells["dynamic"] == "none"].groupby("placement")["max_load_rps"].max()
-        extra = cells[cells["dynamic"] != "none"]
-        if extra.empty:
+        if (cells["dynamic"] == "none").all():
             continue
+        extra, elsewhere = _dynamic_of_static_study(cells)
+        static = cells[cells["dynamic"] == "none"].groupby("placement")["max_load_rps"].max()
         kinds = sorted(set(extra["dynamic"]))
         missing = [p.upper() for p in ("ft", "cc", "il") if p not in static.index]
         missing += [f"{p.upper()} with {' or '.join(kinds)}" for p in ("ft", "cc", "il")
-                    if p not in set(extra["placement"])]
-        mixed = _studies_of_bars(cells)
-        if missing:
-            rows.append({"arch": arch, "app": app, "static": np.nan, "dynamic": np.nan,
-                         "high": np.nan, "kinds": " and ".join(kinds),
-                         "missing": ", ".join(missing), "mixed": mixed})
-            continue
-        best = [max(static[p], extra[extra["placement"] == p]["max_load_rps"].max())
-                for p in ("ft", "cc", "il")]
-        loads = [float(static[p]) for p in ("ft", "cc", "il")]
-        rows.append({"arch": arch, "app": app, "static": _spread(loads),
-                     "dynamic": _spread(best), "high": max(loads),
-                     "kinds": " and ".join(kinds), "missing": "", "mixed": mixed})
+                    if kinds and p not in set(extra["placement"])]
+        mixed = _studies_of_bars(cells) if extra.empty else ""
+        row = {"arch": arch, "app": app, "static": np.nan, "dynamic": np.nan, "high": np.nan,
+               "kinds": " and ".join(kinds), "missing": ", ".join(missing), "mixed": mixed,
+               "elsewhere": elsewhere}
+        if not missing and not mixed:
+            best = [max(static[p], extra[extra["placement"] == p]["max_load_rps"].max())
+                    for p in ("ft", "cc", "il")]
+            loads = [float(static[p]) for p in ("ft", "cc", "il")]
+            row.update(static=_spread(loads), dynamic=_spread(best), high=max(loads))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _dynamic_of_static_study(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """(the dynamic cells of the kinds whose every bar comes from the study of the static
+    ones, which bars of the other kinds came from which study: "" when none) of one
+    service on one preset. Static bars from more than one study: no dynamic cell is
+    usable."""
+    extra = cells[cells["dynamic"] != "none"]
+    if "study" not in cells.columns or extra.empty:
+        return extra, ""
+    studies = cells["study"].fillna("").astype(str)
+    static_studies = set(studies[cells["dynamic"] == "none"])
+    same = (studies[extra.index].isin(static_studies) if len(static_studies) == 1
+            else pd.Series(False, index=extra.index))
+    usable = {kind for kind, rows in same.groupby(extra["dynamic"]) if rows.all()}
+    left_out = extra[~extra["dynamic"].isin(usable)]
+    if left_out.empty or not usable:
+        return extra[extra["dynamic"].isin(usable)], ""
+    return extra[extra["dynamic"].isin(usable)], _bars_by_study(left_out)
 
 
 def _studies_of_bars(cells: pd.DataFrame) -> str:
@@ -1137,9 +1158,14 @@ def _studies_of_bars(cells: pd.DataFrame) -> str:
     study, else which bars from which ("ft+rep: an older part; cc, il: X")."""
     if "study" not in cells.columns:
         return ""
-    studies = cells["study"].fillna("").astype(str)
-    if studies.nunique() < 2:
+    if cells["study"].fillna("").astype(str).nunique() < 2:
         return ""
+    return _bars_by_study(cells)
+
+
+def _bars_by_study(cells: pd.DataFrame) -> str:
+    """Which of ``cells``' bars came from which study ("ft+rep: an older part; cc, il: X")."""
+    studies = cells["study"].fillna("").astype(str)
     bars = pd.Series([policy_name(p, d) for p, d in zip(cells["placement"], cells["dynamic"],
                                                          strict=True)], index=cells.index)
     by_study = bars.groupby(studies).agg(lambda b: ", ".join(sorted(set(b))))

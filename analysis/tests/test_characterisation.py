@@ -247,6 +247,20 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
     assert ("kvstore on arch9: not compared, its bars come from different studies "
             "(cc, cc+mig, ft, il, il+mig: an older part; ft+mig: older)") in str(
                 judged(elsewhere)["numbers"])
+    # A kind that another study made is left out and named, and the kind made beside the
+    # static bars is judged alone: counted in, these replication bars (FT's far ahead)
+    # would widen the spread and the claim would not hold.
+    replicated = [dataclasses.replace(
+        made, cell=dataclasses.replace(made.cell, dynamic="replication"), study="rep")
+        for made in (result("ft", "migration", 1), result("cc", "migration", 30),
+                     result("il", "migration", 30))]
+    assert str(judged(replicated)["verdict"]) == "not measurable"
+    assert "its bars come from different studies" in str(judged(replicated)["numbers"])
+    beside = judged(closer + replicated)
+    assert beside["verdict"] == "holds"
+    assert ("kvstore on arch9: FT/CC/IL spread 300% static, 20% with the best of each and "
+            "its migration (not compared, from another study than its static bars: "
+            "cc+rep, ft+rep, il+rep: rep)") in str(beside["numbers"])
     worse = [result(p, "migration", 80) for p in ("ft", "cc", "il")]
     assert verdict(worse) == "does not hold"  # no help: the static spread stays
     table = placement_table(statics + closer, qos).set_index("policy")
