@@ -1051,9 +1051,15 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
             "(study placements)")
     claim = "Migration and replication close the gap between static policies"
     gaps = _dynamic_gaps(pd.concat([placement, dynamic]) if len(dynamic) else dynamic)
-    # A service with some dynamic cells but not yet every bar is named, not passed over.
+    # A service with some dynamic cells but not yet every bar is named, not passed over,
+    # and so are the bars left out for coming from another study than its static ones.
+    def left_out(row: Any) -> str:
+        return (f" (left out, not all made beside its static bars: {row.elsewhere})"
+                if row.elsewhere else "")
+
     unjudged = ([f"{row.app} on {row.arch}: not compared, no {row.missing} cell yet"
-                 for row in gaps.itertuples() if row.missing] if len(gaps) else [])
+                 + left_out(row) for row in gaps.itertuples() if row.missing]
+                if len(gaps) else [])
     unjudged += ([f"{row.app} on {row.arch}: not compared, its bars come from different "
                   f"studies ({row.mixed})" for row in gaps.itertuples()
                   if row.mixed and not row.missing] if len(gaps) else [])
@@ -1067,12 +1073,13 @@ def claims(table: pd.DataFrame, placement: pd.DataFrame | None = None) -> pd.Dat
              + " (try `--qos table2`)", *unjudged]))
     else:
         judged = gaps[gaps["high"] > 0]
+        idle = sorted(gaps.loc[gaps["high"] <= 0, "app"])
+        unjudged += ([f"not compared, no placement meets QoS at any load: {', '.join(idle)}"]
+                     if idle else [])
         add(claim, "holds" if (judged["dynamic"] < judged["static"]).all() else "does not hold",
             "; ".join([f"{row.app} on {row.arch}: FT/CC/IL spread {row.static:.0%} static, "
                        f"{row.dynamic:.0%} with the best of each and its {row.kinds}"
-                       + (f" (not compared, from another study than its static bars: "
-                          f"{row.elsewhere})" if row.elsewhere else "")
-                       for row in judged.itertuples()] + unjudged))
+                       + left_out(row) for row in judged.itertuples()] + unjudged))
     return pd.DataFrame(rows)
 
 
@@ -1142,11 +1149,11 @@ def _dynamic_of_static_study(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     extra = cells[cells["dynamic"] != "none"]
     if "study" not in cells.columns or extra.empty:
         return extra, ""
-    studies = cells["study"].fillna("").astype(str)
-    static_studies = set(studies[cells["dynamic"] == "none"])
-    same = (studies[extra.index].isin(static_studies) if len(static_studies) == 1
-            else pd.Series(False, index=extra.index))
-    usable = {kind for kind, rows in same.groupby(extra["dynamic"]) if rows.all()}
+    static_studies = set(cells.loc[cells["dynamic"] == "none", "study"].fillna("").astype(str))
+    same = (extra["study"].fillna("").astype(str).isin(static_studies).to_numpy()
+            if len(static_studies) == 1 else np.zeros(len(extra), dtype=bool))
+    usable = {kind for kind in set(extra["dynamic"]) if same[(extra["dynamic"] == kind)
+                                                             .to_numpy()].all()}
     left_out = extra[~extra["dynamic"].isin(usable)]
     if left_out.empty or not usable:
         return extra[extra["dynamic"].isin(usable)], ""

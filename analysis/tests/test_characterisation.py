@@ -259,7 +259,7 @@ def test_dynamic_placement_cells_their_bars_and_whether_they_close_the_gap() -> 
     beside = judged(closer + replicated)
     assert beside["verdict"] == "holds"
     assert ("kvstore on arch9: FT/CC/IL spread 300% static, 20% with the best of each and "
-            "its migration (not compared, from another study than its static bars: "
+            "its migration (left out, not all made beside its static bars: "
             "cc+rep, ft+rep, il+rep: rep)") in str(beside["numbers"])
     worse = [result(p, "migration", 80) for p in ("ft", "cc", "il")]
     assert verdict(worse) == "does not hold"  # no help: the static spread stays
