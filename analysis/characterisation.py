@@ -1154,10 +1154,9 @@ def _dynamic_of_static_study(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
             if len(static_studies) == 1 else np.zeros(len(extra), dtype=bool))
     usable = {kind for kind in set(extra["dynamic"]) if same[(extra["dynamic"] == kind)
                                                              .to_numpy()].all()}
-    left_out = extra[~extra["dynamic"].isin(usable)]
-    if left_out.empty or not usable:
-        return extra[extra["dynamic"].isin(usable)], ""
-    return extra[extra["dynamic"].isin(usable)], _bars_by_study(left_out)
+    kept = extra["dynamic"].isin(usable)
+    # With no kind kept the caller says which bars came from where (``mixed``).
+    return extra[kept], (_bars_by_study(extra[~kept]) if usable and not kept.all() else "")
 
 
 def _studies_of_bars(cells: pd.DataFrame) -> str:
